@@ -1,0 +1,127 @@
+"""Command line: `runtimeclass-syncer run | validate | demo` (behaviour.md section 7).
+
+Exit status: 0 on success and on a clean stop (SIGTERM/SIGINT); 2 for an invalid configuration or
+command line (reported before any API request); 1 when a cluster cannot be reached or set up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from syncer import __version__, logs
+from syncer.config.model import ConfigError, SyncerConfig, load_config
+
+log = logging.getLogger("syncer")
+
+EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="runtimeclass-syncer", description=(
+        "Mirror host RuntimeClasses into a vcluster and sync virtual Pods to the host only when their "
+        "runtimeClassName passes sync.fromHost.runtimeClasses.selector."))
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the syncer against a host and a virtual cluster")
+    run.add_argument("--config", required=True, help="vcluster.yaml (only sync.fromHost.runtimeClasses and "
+                                                     "sync.toHost.pods.runtimeClassName are read)")
+    run.add_argument("--virtual-kubeconfig", required=True, help="kubeconfig of the virtual cluster")
+    run.add_argument("--host-kubeconfig", help="kubeconfig of the host cluster (default: in-cluster config)")
+    run.add_argument("--vcluster-name", required=True, help="name of the vcluster (host pod names, labels)")
+    run.add_argument("--host-namespace", required=True, help="host namespace that receives the pods")
+    run.add_argument("--health-probe-bind-address", default="",
+                     help="serve /healthz and /readyz here, e.g. :8081 (default: off)")
+    run.add_argument("--metrics-bind-address", default="", help="serve /metrics here, e.g. :8080 (default: off)")
+    run.add_argument("--log-format", choices=("text", "json"), default="text")
+    run.add_argument("--pod-workers", type=int, default=4, help="concurrent pod reconciles (default 4)")
+
+    val = sub.add_parser("validate", help="check a vcluster.yaml and print every error")
+    val.add_argument("--config", required=True)
+
+    demo = sub.add_parser("demo", help="run host and virtual API servers in-process, the syncer, and "
+                                       "example RuntimeClasses and pods; no cluster needed")
+    demo.add_argument("--config", help="vcluster.yaml to use (default: examples/vcluster-combined.yaml)")
+    demo.add_argument("--examples", help="folder with the example manifests (default: the repo's examples/)")
+    demo.add_argument("--workdir", help="where to write the kubeconfigs (default: a new temporary folder)")
+    demo.add_argument("--no-wait", action="store_true", help="exit after the summary instead of serving "
+                                                             "until Ctrl-C")
+    return p
+
+
+def _load(path: str) -> SyncerConfig | None:
+    try:
+        return load_config(path)
+    except ConfigError as e:
+        for msg in e.errors:
+            print(f"error: {msg}", file=sys.stderr)
+        return None
+
+
+async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
+    from syncer.kube.client import KubeClient
+    from syncer.manager import Options, Syncer
+    from syncer.server import ProbeServer
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        virtual = await KubeClient.from_kubeconfig(args.virtual_kubeconfig, "virtual")
+        host = (await KubeClient.from_kubeconfig(args.host_kubeconfig, "host") if args.host_kubeconfig
+                else KubeClient.in_cluster("host"))
+    except Exception as e:
+        log.error("cannot set up the cluster clients: %s", e)
+        return EXIT_FAILURE
+    syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
+                                                   host_namespace=args.host_namespace,
+                                                   pod_workers=args.pod_workers))
+    probes = ProbeServer(syncer, args.health_probe_bind_address or None, args.metrics_bind_address or None)
+    try:
+        await probes.start()
+    except (OSError, ValueError) as e:
+        log.error("cannot serve probes/metrics: %s", e)
+        await host.close()
+        await virtual.close()
+        return EXIT_FAILURE
+    log.info("runtimeclass-syncer %s: vcluster %r, host namespace %r, runtime class sync %s, selector %r",
+             __version__, args.vcluster_name, args.host_namespace,
+             "enabled" if config.enabled else "disabled", str(config.selector) or "<everything>")
+    try:
+        await syncer.run(stop)
+    finally:
+        await probes.stop()
+        await host.close()
+        await virtual.close()
+    log.info("stopped")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script and `python -m syncer`. Returns the exit status."""
+    args = _parser().parse_args(argv)
+    if args.command == "validate":
+        config = _load(args.config)
+        if config is None:
+            return EXIT_CONFIG
+        print(f"{args.config}: valid (runtime class sync {'enabled' if config.enabled else 'disabled'}, "
+              f"selector: {str(config.selector) or '<everything>'})")
+        return EXIT_OK
+    if args.command == "run":
+        logs.setup(args.log_format)
+        config = _load(args.config)  # before any API request
+        if config is None:
+            return EXIT_CONFIG
+        if config.rc.patches:
+            print("error: invalid sync.fromHost.runtimeClasses.patches: patches are not supported by this "
+                  "version yet", file=sys.stderr)
+            return EXIT_CONFIG
+        return asyncio.run(_serve(args, config))
+    from syncer.demo import main as demo_main
+    return demo_main(args)

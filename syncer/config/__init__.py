@@ -1,0 +1,1 @@
+"""Configuration: the vcluster.yaml model and the Kubernetes label selector."""

@@ -1,0 +1,285 @@
+"""The part of a vcluster.yaml this sidecar reads, as pydantic v2 models, and its loader.
+
+Source: vcluster's config reference for `sync.fromHost.runtimeClasses` (../shared/reference) and
+behaviour.md section 1. Every other key of a vcluster.yaml is accepted and ignored, so a real
+vcluster.yaml loads. Unknown keys are errors only inside `sync.fromHost.runtimeClasses` (and inside
+its selector, the selector's expressions, and each patch), where a typo would silently change what is
+synced.
+
+Errors are reported as `invalid <dotted path>: <reason>`, e.g.
+`invalid sync.fromHost.runtimeClasses.selector: "Foo" is not a valid label selector operator (at
+sync.fromHost.runtimeClasses.selector.matchExpressions[0].operator)`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from syncer.config.selector import Selector, SelectorError, from_label_selector
+
+RC_PATH = "sync.fromHost.runtimeClasses"
+
+
+class _Loose(BaseModel):
+    """A vcluster.yaml section whose other keys belong to vcluster and are ignored."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class _Strict(BaseModel):
+    """A section owned by this sidecar: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def _none_to_empty(value: Any, empty: Any) -> Any:
+    return empty if value is None else value
+
+
+class LabelSelectorRequirement(_Strict):
+    """One `matchExpressions` entry: key, operator (In, NotIn, Exists, DoesNotExist), values."""
+
+    key: str
+    operator: str
+    values: list[str] = Field(default_factory=list)
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _values(cls, v: Any) -> Any:
+        return _none_to_empty(v, [])
+
+
+class LabelSelector(_Strict):
+    """A metav1.LabelSelector: matchLabels and matchExpressions, ANDed."""
+
+    matchLabels: dict[str, str] = Field(default_factory=dict)
+    matchExpressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+    @field_validator("matchLabels", mode="before")
+    @classmethod
+    def _labels(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+    @field_validator("matchExpressions", mode="before")
+    @classmethod
+    def _expressions(cls, v: Any) -> Any:
+        return _none_to_empty(v, [])
+
+    def compile(self) -> Selector:
+        """Validate with the Kubernetes rules and return a matcher.
+
+        Raises:
+            SelectorError: with the Kubernetes message and the path inside the selector.
+        """
+        return from_label_selector(self.model_dump())
+
+
+class PatchReference(_Strict):
+    """`reference` of a patch: treat the value at `path` as a reference to another object."""
+
+    apiVersion: str = ""
+    apiVersionPath: str = ""
+    kind: str = ""
+    kindPath: str = ""
+    namePath: str = ""
+    namespacePath: str = ""
+
+
+class PatchLabels(_Strict):
+    """`labels` of a patch: treat the value at `path` as a label selector."""
+
+
+class Patch(_Strict):
+    """One entry of `patches` (behaviour.md section 5): a path and exactly one transform."""
+
+    path: str
+    expression: str | None = None
+    reverseExpression: str | None = None
+    reference: PatchReference | None = None
+    labels: PatchLabels | None = None
+
+
+class RuntimeClassesSync(_Strict):
+    """`sync.fromHost.runtimeClasses`: whether RCs are synced, which (selector), and patches."""
+
+    enabled: bool = False
+    selector: LabelSelector | None = None
+    patches: list[Patch] = Field(default_factory=list)
+
+    @field_validator("patches", mode="before")
+    @classmethod
+    def _patches(cls, v: Any) -> Any:
+        return _none_to_empty(v, [])
+
+
+class FromHost(_Loose):
+    """`sync.fromHost`: only `runtimeClasses` is read."""
+
+    runtimeClasses: RuntimeClassesSync = Field(default_factory=RuntimeClassesSync)
+
+
+class ToHostPods(_Loose):
+    """`sync.toHost.pods`: only `runtimeClassName` is read (forced on every host pod when set)."""
+
+    runtimeClassName: str = ""
+
+    @field_validator("runtimeClassName", mode="before")
+    @classmethod
+    def _rcn(cls, v: Any) -> Any:
+        return _none_to_empty(v, "")
+
+
+class ToHost(_Loose):
+    """`sync.toHost`: only `pods` is read."""
+
+    pods: ToHostPods = Field(default_factory=ToHostPods)
+
+
+class Sync(_Loose):
+    """`sync`: only `fromHost.runtimeClasses` and `toHost.pods.runtimeClassName` are read."""
+
+    fromHost: FromHost = Field(default_factory=FromHost)
+    toHost: ToHost = Field(default_factory=ToHost)
+
+
+class VClusterConfig(_Loose):
+    """A whole vcluster.yaml (or a fragment of one)."""
+
+    sync: Sync = Field(default_factory=Sync)
+
+    @field_validator("sync", mode="before")
+    @classmethod
+    def _sync(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used. `errors` lists every problem as `invalid <path>: <reason>`
+    (or, for an unreadable file, what could not be read and why)."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = errors
+
+
+class SyncerConfig:
+    """The validated configuration the controllers use.
+
+    Attributes:
+        raw: the parsed vcluster.yaml model.
+        enabled: `sync.fromHost.runtimeClasses.enabled`.
+        selector: the compiled selector (empty selects every RC).
+        forced_runtime_class: `sync.toHost.pods.runtimeClassName` ("" = not forced).
+        source: the parsed YAML document as a dict (exposed to patches as `context.vcluster.config`).
+    """
+
+    def __init__(self, raw: VClusterConfig, selector: Selector, source: dict[str, Any]) -> None:
+        self.raw = raw
+        self.selector = selector
+        self.source = source
+
+    @property
+    def rc(self) -> RuntimeClassesSync:
+        """The `sync.fromHost.runtimeClasses` section."""
+        return self.raw.sync.fromHost.runtimeClasses
+
+    @property
+    def enabled(self) -> bool:
+        """True when RuntimeClass sync (and therefore the Pod gate) is on."""
+        return self.rc.enabled
+
+    @property
+    def forced_runtime_class(self) -> str:
+        """`sync.toHost.pods.runtimeClassName`, or "" when not set."""
+        return self.raw.sync.toHost.pods.runtimeClassName
+
+
+def _loc_to_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _pydantic_messages(err: ValidationError) -> list[str]:
+    msgs: list[str] = []
+    for e in err.errors():
+        path = _loc_to_path(tuple(e["loc"]))
+        if e["type"] == "extra_forbidden":
+            msgs.append(f'invalid {path}: unknown field "{e["loc"][-1]}"')
+        else:
+            msgs.append(f"invalid {path}: {e['msg']}")
+    return msgs
+
+
+def _patch_messages(patches: list[Patch]) -> list[str]:
+    """The patch rules of behaviour.md section 5 that a schema cannot express."""
+    msgs: list[str] = []
+    seen: set[str] = set()
+    for i, p in enumerate(patches):
+        where = f"{RC_PATH}.patches[{i}]"
+        kinds = [k for k in ("expression", "labels", "reference") if getattr(p, k) is not None]
+        if len(kinds) > 1:
+            msgs.append(f"invalid {where}: can only use one of: expression, labels or reference")
+        elif not kinds:
+            msgs.append(f"invalid {where}: need to use one of: expression, labels or reference")
+        if not p.path:
+            msgs.append(f"invalid {where}.path: must not be empty")
+        elif p.path in seen:
+            msgs.append(f'invalid {where}: have the same path "{p.path}"')
+        seen.add(p.path)
+    return msgs
+
+
+def parse_config(document: Any) -> SyncerConfig:
+    """Validate a parsed vcluster.yaml document (a dict; None is an empty document).
+
+    Returns:
+        SyncerConfig with the compiled selector.
+    Raises:
+        ConfigError: listing every problem found, each naming its field path.
+    """
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ConfigError([f"invalid config: the document must be a mapping, not {type(document).__name__}"])
+    try:
+        raw = VClusterConfig.model_validate(document)
+    except ValidationError as e:
+        raise ConfigError(_pydantic_messages(e)) from None
+    errors: list[str] = []
+    selector = Selector()
+    rc = raw.sync.fromHost.runtimeClasses
+    if rc.selector is not None:
+        try:
+            selector = rc.selector.compile()
+        except SelectorError as e:
+            errors.append(f"invalid {RC_PATH}.selector: {e.reason} (at {RC_PATH}.selector.{e.path})")
+    errors.extend(_patch_messages(rc.patches))
+    if errors:
+        raise ConfigError(errors)
+    return SyncerConfig(raw, selector, document)
+
+
+def load_config(path: str | Path) -> SyncerConfig:
+    """Read and validate a vcluster.yaml file (YAML, read with `yaml.safe_load`).
+
+    Raises:
+        ConfigError: the file cannot be read or parsed, or the configuration is invalid.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError([f"cannot read config {path}: {e.strerror or e}"]) from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError([f"cannot parse config {path}: {e}"]) from None
+    return parse_config(document)

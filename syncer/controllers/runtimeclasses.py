@@ -1,0 +1,117 @@
+"""The RuntimeClass reconciler, host -> virtual (behaviour.md section 2).
+
+Invariant after every reconcile of name N: a virtual RuntimeClass N exists iff a host RuntimeClass N
+exists and matches the selector, and its handler, overhead, scheduling, labels and annotations equal
+the host's. Names that carry `vcluster.loft.sh/controlled-by` on either side are left alone.
+
+It reads both caches and writes only the difference; the host RuntimeClass is never written. A
+`handler` change (immutable in the API) is a delete and re-create. Deletes carry a uid precondition,
+so a virtual object that changed identity meanwhile is not deleted by mistake. NotFound on delete is
+success; conflicts are retried by the controller with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from syncer.config.model import SyncerConfig
+from syncer.controllers.gate import runtime_class_matches
+from syncer.controllers.translate import (
+    is_controlled_by_other,
+    runtime_class_view,
+    virtual_runtime_class,
+)
+from syncer.kube.cache import Store
+from syncer.kube.client import ApiError, KubeClient
+from syncer.kube.resources import RUNTIMECLASSES
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class RuntimeClassReconciler:
+    """Reconciles one RuntimeClass name.
+
+    Args:
+        config: the validated configuration (selector).
+        host_rcs: cache of host RuntimeClasses (key = name).
+        virtual_rcs: cache of virtual RuntimeClasses (key = name).
+        virtual: client for the virtual cluster (the only cluster it writes).
+    """
+
+    def __init__(self, config: SyncerConfig, host_rcs: Store, virtual_rcs: Store, virtual: KubeClient) -> None:
+        self.config = config
+        self.host_rcs = host_rcs
+        self.virtual_rcs = virtual_rcs
+        self.virtual = virtual
+        self._refusal_logged: dict[str, str] = {}  # name -> host resourceVersion already logged
+
+    def desired(self, name: str) -> Obj | None:
+        """The virtual RuntimeClass that should exist for `name`, or None when none should."""
+        host = self.host_rcs.get(name)
+        if host is None or not runtime_class_matches(self.config, host):
+            return None
+        return virtual_runtime_class(host)
+
+    async def reconcile(self, name: str) -> float | None:
+        """Bring virtual RuntimeClass `name` to the desired state. Raises ApiError to be retried."""
+        host = self.host_rcs.get(name)
+        actual = self.virtual_rcs.get(name)
+        if is_controlled_by_other(host) or is_controlled_by_other(actual):
+            return None
+        desired = self.desired(name)
+        if desired is None:
+            if host is not None:
+                self._log_not_matching(name, host)
+            if actual is not None:
+                why = ("because physical object is missing" if host is None else
+                       "because it does not match the selector under 'sync.fromHost.runtimeClasses.selector'")
+                log.info("delete virtual runtime class %s, %s", name, why)
+                await self._delete(actual)
+            return None
+        self._refusal_logged.pop(name, None)
+        if actual is None:
+            log.info("create virtual runtime class %s from the host", name)
+            await self._create(desired)
+            return None
+        if runtime_class_view(desired) == runtime_class_view(actual):
+            return None
+        if desired.get("handler") != actual.get("handler"):
+            log.info("re-create virtual runtime class %s: handler changed from %r to %r (the field is immutable)",
+                     name, actual.get("handler"), desired.get("handler"))
+            await self._delete(actual)
+            await self._create(desired)
+            return None
+        log.info("update virtual runtime class %s from the host", name)
+        update = dict(desired)
+        update["metadata"] = {**desired["metadata"], "resourceVersion": actual["metadata"].get("resourceVersion")}
+        await self.virtual.replace(RUNTIMECLASSES, update)
+        return None
+
+    def _log_not_matching(self, name: str, host: Obj) -> None:
+        rv = str((host.get("metadata") or {}).get("resourceVersion") or "")
+        if self._refusal_logged.get(name) != rv:
+            self._refusal_logged[name] = rv
+            log.info("did not sync runtime class \"%s\" because it does not match the selector under "
+                     "'sync.fromHost.runtimeClasses.selector'", name)
+
+    async def _create(self, desired: Obj) -> None:
+        try:
+            await self.virtual.create(RUNTIMECLASSES, desired)
+        except ApiError as e:
+            if not e.already_exists:
+                raise
+            # The cache was behind: the next watch event brings the object and a fresh reconcile.
+            raise ApiError(409, "AlreadyExists", f"virtual runtime class {desired['metadata']['name']} appeared "
+                           "before the cache saw it; retrying", cluster="virtual", verb="create",
+                           resource=RUNTIMECLASSES.qualified) from e
+
+    async def _delete(self, actual: Obj) -> None:
+        meta = actual["metadata"]
+        try:
+            await self.virtual.delete(RUNTIMECLASSES, meta["name"], uid=meta.get("uid"))
+        except ApiError as e:
+            if not e.not_found:
+                raise

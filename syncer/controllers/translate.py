@@ -1,0 +1,156 @@
+"""Pure translation between host and virtual objects (no I/O).
+
+Sources: vcluster's `translate.SafeConcatName` and pod translator (single-namespace mode) for the
+host pod name and metadata, behaviour.md sections 2 and 3 for what is copied.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any
+
+Obj = dict[str, Any]
+
+MANAGED_BY = "vcluster.loft.sh/managed-by"
+NAMESPACE_LABEL = "vcluster.loft.sh/namespace"
+CONTROLLED_BY = "vcluster.loft.sh/controlled-by"
+OBJECT_NAME = "vcluster.loft.sh/object-name"
+OBJECT_NAMESPACE = "vcluster.loft.sh/object-namespace"
+OBJECT_UID = "vcluster.loft.sh/object-uid"
+OBJECT_KIND = "vcluster.loft.sh/object-kind"
+POD_KIND = "/v1, Kind=Pod"
+
+# Fields of a RuntimeClass that the invariant of behaviour.md section 2 compares.
+RC_SPEC_FIELDS = ("handler", "overhead", "scheduling")
+# Server-owned metadata that is never copied from the host.
+_DROPPED_META = ("uid", "resourceVersion", "generation", "creationTimestamp", "ownerReferences", "finalizers",
+                 "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generateName",
+                 "namespace")
+
+
+def safe_concat_name(*parts: str) -> str:
+    """Join with `-`; over 63 characters: first 52, `-`, 10 hex digits of the SHA-256 of the whole,
+    then `.-` -> `-` (vcluster's `translate.SafeConcatName`)."""
+    full = "-".join(parts)
+    if len(full) > 63:
+        digest = hashlib.sha256(full.encode()).hexdigest()[:10]
+        return (full[:52] + "-" + digest).replace(".-", "-")
+    return full
+
+
+def host_pod_name(name: str, namespace: str, vcluster_name: str) -> str:
+    """The host name of virtual pod `namespace/name`: `<name>-x-<namespace>-x-<vcluster>` (made safe)."""
+    return safe_concat_name(name, "x", namespace, "x", vcluster_name)
+
+
+def is_controlled_by_other(obj: Obj | None) -> bool:
+    """True when the object carries `vcluster.loft.sh/controlled-by` (any value): left alone."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return isinstance(labels, dict) and CONTROLLED_BY in labels
+
+
+def virtual_runtime_class(host_rc: Obj) -> Obj:
+    """The virtual copy of a host RuntimeClass: same name, spec fields, labels and annotations; no
+    server-owned metadata (uid, resourceVersion, generation, timestamps, owners, finalizers...)."""
+    meta = host_rc.get("metadata") or {}
+    out_meta: Obj = {"name": meta["name"]}
+    for k in ("labels", "annotations"):
+        if meta.get(k):
+            out_meta[k] = dict(meta[k])
+    out: Obj = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": out_meta}
+    for f in RC_SPEC_FIELDS:
+        if host_rc.get(f) is not None:
+            out[f] = copy.deepcopy(host_rc[f])
+    return out
+
+
+def runtime_class_view(rc: Obj) -> Obj:
+    """The part of a RuntimeClass the sync invariant compares: spec fields, labels, annotations."""
+    meta = rc.get("metadata") or {}
+    view: Obj = {f: rc.get(f) for f in RC_SPEC_FIELDS if rc.get(f) is not None}
+    view["labels"] = meta.get("labels") or {}
+    view["annotations"] = meta.get("annotations") or {}
+    return view
+
+
+def _is_service_account_volume(vol: Obj) -> bool:
+    """The projected `kube-api-access-*` volume a virtual API server injects into every pod."""
+    return str(vol.get("name", "")).startswith("kube-api-access-") and "projected" in vol
+
+
+def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "") -> Obj:
+    """The host pod for a virtual pod (single-namespace mode).
+
+    - name `<pod>-x-<namespace>-x-<vcluster>` (safe_concat_name), in `host_namespace`;
+    - labels: the pod's plus managed-by and namespace; annotations: the pod's plus object-name,
+      object-namespace, object-uid and object-kind;
+    - spec: the virtual spec without what refers to virtual-only objects or is set by host admission:
+      the injected service-account token volume and its mounts, serviceAccountName,
+      priority/priorityClassName, overhead; `automountServiceAccountToken: false`; hostname defaults
+      to the virtual pod name; `runtimeClassName` forced when `forced_runtime_class` is set.
+    """
+    meta = vpod["metadata"]
+    labels = dict(meta.get("labels") or {})
+    labels[MANAGED_BY] = vcluster_name
+    labels[NAMESPACE_LABEL] = meta["namespace"]
+    annotations = dict(meta.get("annotations") or {})
+    annotations.update({OBJECT_NAME: meta["name"], OBJECT_NAMESPACE: meta["namespace"],
+                        OBJECT_UID: meta.get("uid", ""), OBJECT_KIND: POD_KIND})
+    spec = copy.deepcopy(vpod.get("spec") or {})
+    dropped = {v["name"] for v in spec.get("volumes") or [] if isinstance(v, dict) and _is_service_account_volume(v)}
+    if dropped:
+        spec["volumes"] = [v for v in spec["volumes"] if v.get("name") not in dropped]
+        if not spec["volumes"]:
+            del spec["volumes"]
+        for field in ("initContainers", "containers", "ephemeralContainers"):
+            for c in spec.get(field) or []:
+                if isinstance(c, dict) and c.get("volumeMounts"):
+                    c["volumeMounts"] = [m for m in c["volumeMounts"] if m.get("name") not in dropped]
+                    if not c["volumeMounts"]:
+                        del c["volumeMounts"]
+    for k in ("serviceAccountName", "serviceAccount", "priority", "priorityClassName", "overhead"):
+        spec.pop(k, None)
+    spec["automountServiceAccountToken"] = False
+    spec.setdefault("hostname", meta["name"][:63].rstrip("-."))
+    if forced_runtime_class:
+        spec["runtimeClassName"] = forced_runtime_class
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": host_pod_name(meta["name"], meta["namespace"], vcluster_name),
+                     "namespace": host_namespace, "labels": labels, "annotations": annotations},
+        "spec": spec,
+    }
+
+
+def host_pod_update(desired: Obj, actual: Obj) -> list[Obj]:
+    """JSON-patch operations that bring an existing host pod's mutable, synced fields (labels,
+    annotations, container images, activeDeadlineSeconds) to the desired ones. Empty when in sync.
+
+    Each image change is guarded by a `test` of the container's name, so a concurrently changed
+    container list fails the patch instead of updating the wrong container.
+    """
+    ops: list[Obj] = []
+    dmeta, ameta = desired["metadata"], actual.get("metadata") or {}
+    for k in ("labels", "annotations"):
+        if (ameta.get(k) or {}) != dmeta[k]:
+            ops.append({"op": "add", "path": f"/metadata/{k}", "value": dmeta[k]})
+    dspec, aspec = desired.get("spec") or {}, actual.get("spec") or {}
+    for field in ("initContainers", "containers"):
+        want = {c.get("name"): c.get("image") for c in dspec.get(field) or []}
+        for i, c in enumerate(aspec.get(field) or []):
+            image = want.get(c.get("name"))
+            if image is not None and image != c.get("image"):
+                ops.append({"op": "test", "path": f"/spec/{field}/{i}/name", "value": c.get("name")})
+                ops.append({"op": "replace", "path": f"/spec/{field}/{i}/image", "value": image})
+    if dspec.get("activeDeadlineSeconds") != aspec.get("activeDeadlineSeconds") and \
+            dspec.get("activeDeadlineSeconds") is not None:
+        ops.append({"op": "add", "path": "/spec/activeDeadlineSeconds", "value": dspec["activeDeadlineSeconds"]})
+    return ops
+
+
+def virtual_key_of_host_pod(hpod: Obj) -> str | None:
+    """`namespace/name` of the virtual pod a host pod was synced from (from its annotations)."""
+    ann = (hpod.get("metadata") or {}).get("annotations") or {}
+    name, ns = ann.get(OBJECT_NAME), ann.get(OBJECT_NAMESPACE)
+    return f"{ns}/{name}" if name and ns else None

@@ -1,0 +1,179 @@
+"""`runtimeclass-syncer demo`: the whole main job on the embedded default, no cluster needed.
+
+It starts a host and a virtual API server in-process (real HTTP), writes their kubeconfigs to a folder
+it prints, creates the example host RuntimeClasses, runs the syncer with the example vcluster.yaml,
+creates a RuntimeClass locally in the virtual cluster (which the syncer removes) and the example
+tenant pods, waits (by watching, not polling) until every pod is synced or refused, prints what
+happened and why, and keeps serving until Ctrl-C so `kubectl --kubeconfig <path>` can be tried.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from syncer import logs
+from syncer.config.model import ConfigError, SyncerConfig, load_config
+from syncer.controllers import gate, translate
+from syncer.embedded.apiserver import EmbeddedAPIServer
+from syncer.kube.client import KubeClient
+from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
+from syncer.kube.wait import wait_for
+from syncer.manager import Options, Syncer
+
+Obj = dict[str, Any]
+VCLUSTER = "demo"
+HOST_NAMESPACE = "vcluster-demo"
+LOCAL_RC = "tenant-made-class"
+
+
+def default_examples() -> Path:
+    """The repository's `examples/` folder (next to the `syncer` package in a checkout)."""
+    return Path(__file__).resolve().parent.parent / "examples"
+
+
+def _docs(path: Path) -> list[Obj]:
+    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+
+
+async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool, out: TextIO) -> int:
+    """Run the demo; returns the exit status. Raises TimeoutError if the syncer does not converge."""
+    config = load_config(config_path)
+    host_rcs = _docs(examples / "host-runtimeclasses.yaml")
+    pods = _docs(examples / "pods.yaml")
+    async with EmbeddedAPIServer("host", runtime_class_admission=True) as host_srv, \
+            EmbeddedAPIServer("virtual", runtime_class_admission=False) as virt_srv:
+        host_kc = host_srv.write_kubeconfig(workdir / "host.kubeconfig", HOST_NAMESPACE)
+        virt_kc = virt_srv.write_kubeconfig(workdir / "virtual.kubeconfig")
+        host = await KubeClient.from_kubeconfig(str(host_kc), "host")
+        virtual = await KubeClient.from_kubeconfig(str(virt_kc), "virtual")
+        stop = asyncio.Event()
+        syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NAMESPACE))
+        task = asyncio.create_task(syncer.run(stop))
+        try:
+            await host.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": HOST_NAMESPACE}})
+            for rc in host_rcs:
+                await host.create(RUNTIMECLASSES, rc)
+            await asyncio.wait_for(syncer.ready_event.wait(), 30)
+            await virtual.create(RUNTIMECLASSES, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                                                  "metadata": {"name": LOCAL_RC}, "handler": "runc"})
+            for pod in pods:
+                await virtual.create(PODS, pod, "default")
+            await _print_summary(config, config_path, host_srv, virt_srv, host, virtual, host_rcs, pods, workdir, out)
+            if wait:
+                print("\nPress Ctrl-C to stop.", file=out, flush=True)
+                ended = asyncio.Event()
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, ended.set)
+                await ended.wait()
+        finally:
+            stop.set()
+            await task
+            await host.close()
+            await virtual.close()
+    return 0
+
+
+async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: EmbeddedAPIServer,
+                         virt_srv: EmbeddedAPIServer, host: KubeClient, virtual: KubeClient, host_rcs: list[Obj],
+                         pods: list[Obj], workdir: Path, out: TextIO) -> None:
+    rcs_by_name = {rc["metadata"]["name"]: rc for rc in host_rcs}
+    expected_rcs = {n for n, rc in rcs_by_name.items() if gate.runtime_class_matches(config, rc)}
+    virtual_rcs = await wait_for(virtual, RUNTIMECLASSES, lambda objs: set(objs) == expected_rcs,
+                                 what=f"virtual runtime classes to be exactly {sorted(expected_rcs)}")
+    refused: dict[str, str] = {}
+    allowed: list[str] = []
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        decision = gate.evaluate(config, {**pod, "metadata": {**pod["metadata"], "namespace": "default"}},
+                                 rcs_by_name.get((pod.get("spec") or {}).get("runtimeClassName") or ""))
+        if decision.allowed:
+            allowed.append(name)
+        else:
+            refused[name] = decision.message
+    host_names = {translate.host_pod_name(n, "default", VCLUSTER): n for n in allowed}
+    host_pods = await wait_for(host, PODS, lambda objs: {k.split("/", 1)[1] for k in objs} >= set(host_names),
+                               namespace=HOST_NAMESPACE, what="allowed pods on the host")
+    events = await wait_for(virtual, EVENTS, lambda objs: {e["involvedObject"]["name"] for e in objs.values()
+                                                           if e.get("reason") == "SyncWarning"} >= set(refused),
+                            namespace="default", what="SyncWarning events on refused pods")
+
+    w = out.write
+    w("runtimeclass-syncer demo: two in-process Kubernetes API servers and the syncer\n\n")
+    w(f"  host cluster     {host_srv.url}   kubeconfig {workdir / 'host.kubeconfig'}\n")
+    w(f"  virtual cluster  {virt_srv.url}   kubeconfig {workdir / 'virtual.kubeconfig'}\n")
+    w(f"  config           {config_path}\n")
+    w(f"  selector         {config.selector or '<everything>'}\n")
+    w("\nRuntimeClasses, host -> virtual\n")
+    width = max(len(n) for n in [*rcs_by_name, LOCAL_RC])
+    for name, rc in rcs_by_name.items():
+        labels = ", ".join(f"{k}={v}" for k, v in sorted((rc["metadata"].get("labels") or {}).items()))
+        if name in virtual_rcs:
+            w(f"  SYNCED   {name:<{width}}  handler {rc['handler']:<10} labels: {labels}\n")
+        else:
+            w(f"  skipped  {name:<{width}}  does not match the selector (labels: {labels})\n")
+    gone = LOCAL_RC not in virtual_rcs
+    w(f"  {'DELETED' if gone else 'PRESENT'}  {LOCAL_RC:<{width}}  created locally in the virtual cluster; "
+      f"{'removed by the syncer' if gone else 'NOT removed'}\n")
+    w("\nPods, virtual -> host\n")
+    pwidth = max(len(p["metadata"]["name"]) for p in pods)
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        rcn = (pod.get("spec") or {}).get("runtimeClassName") or "<none>"
+        if name in refused:
+            msgs = [e["message"] for e in events.values() if e["involvedObject"]["name"] == name]
+            w(f"  REFUSED  default/{name:<{pwidth}}  runtime class {rcn}\n           event: {msgs[0]}\n")
+        else:
+            hname = translate.host_pod_name(name, "default", VCLUSTER)
+            hp = host_pods[f"{HOST_NAMESPACE}/{hname}"]
+            extra = ""
+            if hp["spec"].get("overhead"):
+                extra = "  overhead " + ",".join(f"{k}={v}" for k, v in hp["spec"]["overhead"].items())
+            w(f"  SYNCED   default/{name:<{pwidth}}  runtime class {rcn:<9} -> host pod {HOST_NAMESPACE}/{hname}"
+              f"{extra}\n")
+    kv, kh = workdir / "virtual.kubeconfig", workdir / "host.kubeconfig"
+    w("\nTry it (another terminal):\n")
+    w(f"  kubectl --kubeconfig {kv} get runtimeclasses\n")
+    w(f"  kubectl --kubeconfig {kv} describe pod {next(iter(refused), 'plain')}\n")
+    w(f"  kubectl --kubeconfig {kh} get pods -n {HOST_NAMESPACE}\n")
+    w(f"  kubectl --kubeconfig {kh} label runtimeclass kata-fc kubernetes.io/runtime.class=gvisor --overwrite"
+      "   # then watch microvm-kata-fc sync\n")
+    w(f"  (syncer log: {workdir / 'syncer.log'})\n")
+    out.flush()
+
+
+def main(args: argparse.Namespace) -> int:
+    """`runtimeclass-syncer demo` entry point."""
+    examples = Path(args.examples) if args.examples else default_examples()
+    config_path = Path(args.config) if args.config else examples / "vcluster-combined.yaml"
+    if not (examples / "host-runtimeclasses.yaml").is_file():
+        print(f"error: no example manifests in {examples} (give --examples DIR)", file=sys.stderr)
+        return 2
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="runtimeclass-syncer-demo-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    logs.setup("text")
+    root = logging.getLogger()
+    root.handlers[:] = [logging.FileHandler(workdir / "syncer.log")]
+    root.handlers[0].setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            return asyncio.run(run_demo(config_path, examples, workdir, not args.no_wait, sys.stdout))
+        return 0
+    except ConfigError as e:
+        for msg in e.errors:
+            print(f"error: {msg}", file=sys.stderr)
+        return 2
+    except TimeoutError as e:
+        print(f"error: the syncer did not converge: {e} (see {workdir / 'syncer.log'})", file=sys.stderr)
+        return 1

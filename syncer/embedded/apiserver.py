@@ -1,0 +1,572 @@
+"""An in-process Kubernetes API server over real HTTP (aiohttp), for tests and the demo.
+
+It serves namespaces, pods (+status), core/v1 events, node.k8s.io/v1 runtimeclasses and
+coordination.k8s.io/v1 leases with the API semantics the syncer and kubectl depend on: discovery,
+list/get/create/replace/patch/delete, label and field selectors, one global resourceVersion,
+optimistic concurrency (409), finalizers, watches with resume/410/bookmarks/timeouts, server-side
+Table printing for `kubectl get`, and KEP-585 RuntimeClass admission (see test-apiserver.md).
+
+Usage:
+    async with EmbeddedAPIServer("host") as server:
+        server.write_kubeconfig(path)     # for kubernetes-asyncio and kubectl
+        ... server.url ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import datetime as dt
+import json
+import logging
+import secrets
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import yaml
+from aiohttp import web
+
+from syncer.config.selector import SelectorError
+from syncer.config.selector import parse as parse_label_selector
+from syncer.embedded import admission, openapi
+from syncer.embedded.faults import FaultInjector
+from syncer.embedded.status import StatusError, already_exists, conflict, not_found
+from syncer.embedded.storage import Change, Expired, Obj, Storage, Watcher
+from syncer.embedded.tables import to_table
+from syncer.kube.resources import ALL_RESOURCES, NAMESPACES, PODS, RUNTIMECLASSES, APIResource
+
+log = logging.getLogger(__name__)
+
+_INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def now_rfc3339() -> str:
+    """The current UTC time as the API writes timestamps (second precision, `Z`)."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch (also used for strategic-merge and apply patches on these types)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = merge_patch(result.get(k), v)
+    return result
+
+
+def _field_value(obj: Obj, path: str) -> str:
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, dict):
+            return ""
+        cur = cur.get(part)
+    return "" if cur is None else str(cur)
+
+
+def parse_field_selector(text: str) -> Callable[[Obj], bool]:
+    """Parse `a.b=c,d!=e` (`=`, `==`, `!=`) into a predicate on objects. Raises StatusError 400."""
+    terms: list[tuple[str, str, bool]] = []
+    for raw in filter(None, (t.strip() for t in text.split(","))):
+        if "!=" in raw:
+            k, v = raw.split("!=", 1)
+            terms.append((k, v, False))
+        elif "==" in raw:
+            k, v = raw.split("==", 1)
+            terms.append((k, v, True))
+        elif "=" in raw:
+            k, v = raw.split("=", 1)
+            terms.append((k, v, True))
+        else:
+            raise StatusError(400, f'invalid field selector: "{raw}": expected an operator')
+    return lambda o: all((_field_value(o, k) == v) == eq for k, v, eq in terms)
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1")
+
+
+class EmbeddedAPIServer:
+    """A Kubernetes API server on 127.0.0.1 (real HTTP) backed by in-memory storage.
+
+    Args:
+        name: the cluster name used in the kubeconfig it writes (e.g. "host", "virtual").
+        runtime_class_admission: run the KEP-585 RuntimeClass admission on pod create (a host
+            cluster does; the demo's virtual cluster does not, so pods naming an unsynced class can
+            be created there, as vcluster's own documentation shows).
+        history_size: changes kept for watch resumption; older resourceVersions get 410 Expired.
+        bookmark_interval: seconds between BOOKMARK events on watches that allow them.
+        port: TCP port (0 = pick a free one; a restart keeps the port it got).
+        token: when set, every request must carry `Authorization: Bearer <token>` (401 otherwise).
+    """
+
+    def __init__(self, name: str = "cluster", *, runtime_class_admission: bool = True,
+                 history_size: int = 2000, bookmark_interval: float = 5.0, port: int = 0,
+                 token: str | None = None) -> None:
+        self.name = name
+        self.runtime_class_admission = runtime_class_admission
+        self.bookmark_interval = bookmark_interval
+        self.port = port
+        self.token = token
+        self.storage = Storage(history_size)
+        self.faults = FaultInjector()
+        self.requests: list[tuple[str, str]] = []  # (method, path) of every request, for tests
+        self._runner: web.AppRunner | None = None
+        self._by_path = {(r.group, r.version, r.plural): r for r in ALL_RESOURCES}
+        self._seed()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _seed(self) -> None:
+        for ns in _INITIAL_NAMESPACES:
+            obj = {"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": ns, "uid": str(uuid.uuid4()), "creationTimestamp": now_rfc3339()},
+                   "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+            self.storage.write(NAMESPACES, obj, None)
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. `http://127.0.0.1:41234`."""
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        """Start serving (binds the port; a restarted server reuses its port)."""
+        app = web.Application(client_max_size=16 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True)
+        await site.start()
+        if self.port == 0:
+            server = site._server
+            assert server is not None
+            self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+
+    async def stop(self) -> None:
+        """Stop serving: open watches end, the port is released; stored state is kept."""
+        self.storage.close_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def restart(self, *, wipe: bool = False) -> None:
+        """Stop and start again on the same port, keeping the state or (wipe=True) starting empty."""
+        await self.stop()
+        if wipe:
+            self.storage.wipe()
+            self._seed()
+        await self.start()
+
+    async def __aenter__(self) -> EmbeddedAPIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def kubeconfig(self, namespace: str = "default") -> dict[str, Any]:
+        """A kubeconfig document (dict) pointing at this server."""
+        user: dict[str, Any] = {"token": self.token} if self.token else {}
+        return {
+            "apiVersion": "v1", "kind": "Config", "preferences": {},
+            "clusters": [{"name": self.name, "cluster": {"server": self.url}}],
+            "users": [{"name": self.name, "user": user}],
+            "contexts": [{"name": self.name,
+                          "context": {"cluster": self.name, "user": self.name, "namespace": namespace}}],
+            "current-context": self.name,
+        }
+
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
+        """Write a kubeconfig file for this server and return its path."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(yaml.safe_dump(self.kubeconfig(namespace), sort_keys=False), encoding="utf-8")
+        return p
+
+    # ------------------------------------------------------------------ routing
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append((request.method, request.path))
+        try:
+            if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
+                raise StatusError(401, "Unauthorized", "Unauthorized")
+            return await self._route(request)
+        except StatusError as e:
+            return web.json_response(e.status(), status=e.code, headers=e.details.get("headers") or None)
+        except Exception as e:  # a bug in the test server must show up as a 500, not a hung client
+            log.exception("embedded API server %s: %s %s failed", self.name, request.method, request.path)
+            return web.json_response(StatusError(500, f"internal error: {e}").status(), status=500)
+
+    async def _route(self, request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.path.split("/") if p]
+        if parts in (["version"],):
+            return web.json_response({"major": "1", "minor": "32", "gitVersion": "v1.32.0-embedded",
+                                      "platform": "linux/amd64"})
+        if parts[:2] == ["openapi", "v3"]:
+            doc = openapi.root() if len(parts) == 2 else openapi.group_version("/".join(parts[2:]))
+            if doc is None:
+                raise StatusError(404, "the server could not find the requested resource")
+            return web.json_response(doc)
+        if parts and parts[0] in ("healthz", "readyz", "livez"):
+            return web.Response(text="ok")
+        if parts == ["api"]:
+            return web.json_response({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{self.port}"}]})
+        if parts == ["apis"]:
+            return web.json_response({"kind": "APIGroupList", "apiVersion": "v1",
+                                      "groups": [self._group(g) for g in self._groups()]})
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 2:
+            if len(parts) == 2:
+                if parts[1] not in self._groups():
+                    raise StatusError(404, "the server could not find the requested resource")
+                return web.json_response({"kind": "APIGroup", "apiVersion": "v1", **self._group(parts[1])})
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise StatusError(404, "the server could not find the requested resource")
+        if not rest:
+            return web.json_response(self._resource_list(group, version))
+        namespace = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and not (
+                group == "" and len(rest) == 3 and rest[2] in ("status", "finalize")):
+            namespace, rest = rest[1], rest[2:]
+        res = self._by_path.get((group, version, rest[0]))
+        if res is None or len(rest) > 3 or (len(rest) == 3 and rest[2] not in res.subresources):
+            raise StatusError(404, "the server could not find the requested resource")
+        if namespace is not None and not res.namespaced:
+            raise StatusError(404, "the server could not find the requested resource")
+        name = rest[1] if len(rest) >= 2 else None
+        sub = rest[2] if len(rest) == 3 else None
+        ns = namespace or ""
+        m = request.method
+        fault = self.faults.match(self._verb(request, name), res.plural)
+        if fault is not None:
+            await fault.apply()
+        if name is None:
+            if m == "GET":
+                if _truthy(request.query.get("watch")):
+                    return await self._watch(request, res, namespace)
+                return self._list(request, res, namespace)
+            if m == "POST":
+                return await self._create(request, res, ns)
+            if m == "DELETE":
+                return self._delete_collection(request, res, namespace)
+        else:
+            if m == "GET":
+                return web.json_response(self._get(res, ns, name))
+            if m == "PUT":
+                return await self._replace(request, res, ns, name, sub)
+            if m == "PATCH":
+                return await self._patch(request, res, ns, name, sub)
+            if m == "DELETE":
+                return await self._delete(request, res, ns, name)
+        raise StatusError(405, f"the server does not allow this method on the requested resource ({m})")
+
+    @staticmethod
+    def _verb(request: web.Request, name: str | None) -> str:
+        m = request.method
+        if m == "GET":
+            return "get" if name else "watch" if _truthy(request.query.get("watch")) else "list"
+        if name is None:
+            return {"POST": "create", "DELETE": "deletecollection"}.get(m, m.lower())
+        return {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(m, m.lower())
+
+    # ------------------------------------------------------------------ discovery
+
+    def _groups(self) -> list[str]:
+        return sorted({r.group for r in ALL_RESOURCES if r.group})
+
+    def _group(self, group: str) -> dict[str, Any]:
+        versions = sorted({r.version for r in ALL_RESOURCES if r.group == group})
+        gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
+
+    def _resource_list(self, group: str, version: str) -> dict[str, Any]:
+        resources: list[dict[str, Any]] = []
+        for r in ALL_RESOURCES:
+            if r.group != group or r.version != version:
+                continue
+            entry: dict[str, Any] = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
+                                     "kind": r.kind, "verbs": list(r.verbs)}
+            if r.short_names:
+                entry["shortNames"] = list(r.short_names)
+            if r.categories:
+                entry["categories"] = list(r.categories)
+            resources.append(entry)
+            resources.extend({"name": f"{r.plural}/{s}", "singularName": "", "namespaced": r.namespaced,
+                              "kind": r.kind, "verbs": ["get", "patch", "update"]} for s in r.subresources)
+        if not resources:
+            raise StatusError(404, "the server could not find the requested resource")
+        gv = f"{group}/{version}" if group else version
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+
+    # ------------------------------------------------------------------ reads
+
+    def _get(self, res: APIResource, ns: str, name: str) -> Obj:
+        obj = self.storage.get(res, ns, name)
+        if obj is None:
+            raise not_found(res, name)
+        return obj
+
+    def _selectors(self, request: web.Request) -> Callable[[Obj], bool]:
+        try:
+            labels = parse_label_selector(request.query.get("labelSelector", ""))
+        except SelectorError as e:
+            raise StatusError(400, f"unable to parse requirement: {e.reason}") from None
+        fields = parse_field_selector(request.query.get("fieldSelector", ""))
+        return lambda o: labels.matches(o.get("metadata", {}).get("labels")) and fields(o)
+
+    def _list(self, request: web.Request, res: APIResource, namespace: str | None) -> web.Response:
+        matches = self._selectors(request)
+        items = [o for (ns, _), o in sorted(self.storage.objects(res).items())
+                 if (namespace is None or ns == namespace) and matches(o)]
+        rv = str(self.storage.rv)
+        if "as=Table" in request.headers.get("Accept", ""):
+            return web.json_response(to_table(res, items, rv, request.query.get("includeObject", "")))
+        return web.json_response({"kind": f"{res.kind}List", "apiVersion": res.api_version,
+                                  "metadata": {"resourceVersion": rv}, "items": items})
+
+    async def _watch(self, request: web.Request, res: APIResource, namespace: str | None) -> web.StreamResponse:
+        matches = self._selectors(request)
+        rv_param = request.query.get("resourceVersion", "")
+        try:
+            since = None if rv_param in ("", "0") else int(rv_param)
+        except ValueError:
+            raise StatusError(400, f'invalid resourceVersion "{rv_param}"') from None
+        timeout = float(request.query.get("timeoutSeconds") or 1800)
+        bookmarks = _truthy(request.query.get("allowWatchBookmarks"))
+        table = "as=Table" in request.headers.get("Accept", "")
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        try:
+            watcher, backlog = self.storage.subscribe(res, namespace, matches, since)
+        except Expired as e:
+            await resp.prepare(request)
+            err = StatusError(410, str(e), "Expired").status()
+            await resp.write(json.dumps({"type": "ERROR", "object": err}).encode() + b"\n")
+            return resp
+        initial = ([Change(int(o["metadata"]["resourceVersion"]), "ADDED", res, o, None)
+                    for (ns, _), o in sorted(self.storage.objects(res).items())
+                    if namespace is None or ns == namespace] if since is None else [])
+        try:
+            await resp.prepare(request)
+            for change in initial + backlog:
+                await self._send(resp, res, watcher, change, table)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while (left := deadline - loop.time()) > 0:
+                wait = min(left, self.bookmark_interval) if bookmarks else left
+                try:
+                    change = await asyncio.wait_for(watcher.queue.get(), wait)
+                except TimeoutError:
+                    if bookmarks:
+                        await self._write(resp, {"type": "BOOKMARK", "object": {
+                            "kind": res.kind, "apiVersion": res.api_version,
+                            "metadata": {"resourceVersion": str(self.storage.rv)}}})
+                    continue
+                if change is None:
+                    break
+                await self._send(resp, res, watcher, change, table)
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            self.storage.unsubscribe(watcher)
+        with contextlib.suppress(ConnectionResetError):
+            await resp.write_eof()
+        return resp
+
+    async def _send(self, resp: web.StreamResponse, res: APIResource, w: Watcher, c: Change, table: bool) -> None:
+        new_ok = w.selects(c.obj)
+        old_ok = c.old is not None and w.selects(c.old)
+        if c.type == "ADDED":
+            kind = "ADDED" if new_ok else None
+        elif c.type == "DELETED":
+            kind = "DELETED" if old_ok else None
+        else:
+            kind = "MODIFIED" if new_ok and old_ok else "ADDED" if new_ok else "DELETED" if old_ok else None
+        if kind is None:
+            return
+        obj = to_table(res, [c.obj], str(c.rv), "") if table else c.obj
+        await self._write(resp, {"type": kind, "object": obj})
+
+    @staticmethod
+    async def _write(resp: web.StreamResponse, event: dict[str, Any]) -> None:
+        await resp.write(json.dumps(event).encode() + b"\n")
+
+    # ------------------------------------------------------------------ writes
+
+    async def _body(self, request: web.Request) -> Any:
+        raw = await request.read()
+        if not raw:
+            return None
+        try:
+            if "yaml" in request.content_type:
+                return yaml.safe_load(raw)
+            return json.loads(raw)
+        except (ValueError, yaml.YAMLError) as e:
+            raise StatusError(400, f"the request body could not be decoded: {e}") from None
+
+    def _check_type(self, res: APIResource, body: Any) -> Obj:
+        if not isinstance(body, dict):
+            raise StatusError(400, f"the request body must be a {res.kind} object")
+        if body.get("kind", res.kind) != res.kind or body.get("apiVersion", res.api_version) != res.api_version:
+            raise StatusError(400, f"the API version in the data ({body.get('apiVersion')}) and kind "
+                                   f"({body.get('kind')}) do not match {res.api_version}, {res.kind}")
+        body["kind"], body["apiVersion"] = res.kind, res.api_version
+        if not isinstance(body.setdefault("metadata", {}), dict):
+            raise StatusError(400, "metadata must be an object")
+        return body
+
+    async def _create(self, request: web.Request, res: APIResource, ns: str) -> web.Response:
+        return web.json_response(self._create_obj(res, ns, self._check_type(res, await self._body(request)),
+                                                  dry_run=bool(request.query.get("dryRun"))), status=201)
+
+    def _create_obj(self, res: APIResource, ns: str, obj: Obj, dry_run: bool = False) -> Obj:
+        meta = obj["metadata"]
+        if res.namespaced:
+            if meta.get("namespace") and meta["namespace"] != ns:
+                raise StatusError(400, "the namespace of the provided object does not match the namespace "
+                                       "sent on the request")
+            meta["namespace"] = ns
+            admission.check_namespace_exists(ns, self.storage.get(NAMESPACES, "", ns) is not None)
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name"):
+            if not meta.get("generateName"):
+                raise StatusError(422, f"{res.kind} is invalid: metadata.name: Required value: name or "
+                                       "generateName is required", "Invalid")
+            meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+        if self.storage.get(res, ns, meta["name"]) is not None:
+            raise already_exists(res, meta["name"])
+        admission.validate_create(res, obj)
+        if res == PODS:
+            admission.default_pod(obj)
+            if self.runtime_class_admission:
+                admission.admit_runtime_class(obj, lambda n: self.storage.get(RUNTIMECLASSES, "", n))
+        if res == NAMESPACES:
+            obj["status"] = {"phase": "Active"}
+        for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
+            meta.pop(k, None)
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339(), generation=1)
+        if dry_run:
+            return obj
+        return self.storage.write(res, obj, None)
+
+    async def _replace(self, request: web.Request, res: APIResource, ns: str, name: str,
+                       sub: str | None) -> web.Response:
+        body = self._check_type(res, await self._body(request))
+        old = self._get(res, ns, name)
+        return web.json_response(self._update_obj(res, old, body, sub))
+
+    def _update_obj(self, res: APIResource, old: Obj, body: Obj, sub: str | None) -> Obj:
+        name = old["metadata"]["name"]
+        meta = body["metadata"]
+        if meta.get("name", name) != name:
+            raise StatusError(400, f"the name of the object ({meta.get('name')}) does not match the name on "
+                                   f"the URL ({name})")
+        rv = meta.get("resourceVersion")
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise conflict(res, name, "the object has been modified; please apply your changes to the latest "
+                                      "version and try again")
+        if sub == "status":
+            new = copy.deepcopy(old)
+            new["status"] = body.get("status")
+        else:
+            new = body
+            if "status" in res.subresources:
+                if old.get("status") is None:
+                    new.pop("status", None)
+                else:
+                    new["status"] = old["status"]
+            for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                      "namespace", "generation"):
+                if k in old["metadata"]:
+                    new["metadata"][k] = old["metadata"][k]
+                else:
+                    new["metadata"].pop(k, None)
+            new["metadata"]["name"] = name
+            admission.validate_update(res, new, old)
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if new == old:
+            return old  # a no-op update does not take a new resourceVersion
+        if sub is None and {k: v for k, v in new.items() if k not in ("metadata", "status")} != {
+                k: v for k, v in old.items() if k not in ("metadata", "status")}:
+            new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            return self.storage.remove(res, old)
+        return self.storage.write(res, new, old)
+
+    async def _patch(self, request: web.Request, res: APIResource, ns: str, name: str,
+                     sub: str | None) -> web.Response:
+        ctype = request.content_type
+        body = await self._body(request)
+        old = self.storage.get(res, ns, name)
+        if old is None:
+            if ctype == "application/apply-patch+yaml":
+                obj = self._check_type(res, body)
+                obj["metadata"]["name"] = name
+                return web.json_response(self._create_obj(res, ns, obj), status=201)
+            raise not_found(res, name)
+        if ctype == "application/json-patch+json":
+            try:
+                patched = jsonpatch.apply_patch(old, body)
+            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError) as e:
+                raise StatusError(422, f"the JSON patch could not be applied: {e}", "Invalid") from None
+        elif ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json",
+                       "application/apply-patch+yaml"):
+            if not isinstance(body, dict):
+                raise StatusError(400, "a merge patch must be a JSON object")
+            patched = merge_patch(old, body)
+        else:
+            raise StatusError(415, f"the body of the request was in an unknown format - accepted media types "
+                                   f"include: application/json-patch+json, application/merge-patch+json, "
+                                   f"application/apply-patch+yaml (got {ctype})")
+        patched = self._check_type(res, patched)
+        if patched["metadata"].get("resourceVersion") == old["metadata"]["resourceVersion"]:
+            patched["metadata"].pop("resourceVersion")  # only a rv the patch itself names is a precondition
+        return web.json_response(self._update_obj(res, old, patched, sub))
+
+    async def _delete(self, request: web.Request, res: APIResource, ns: str, name: str) -> web.Response:
+        old = self._get(res, ns, name)
+        opts = await self._body(request) or {}
+        pre = (opts.get("preconditions") or {}) if isinstance(opts, dict) else {}
+        if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
+            raise conflict(res, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
+                                      f"meta: {old['metadata']['uid']}")
+        if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise conflict(res, name, f"Precondition failed: ResourceVersion in precondition: "
+                                      f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                                      f"{old['metadata']['resourceVersion']}")
+        return web.json_response(self._delete_obj(res, old))
+
+    def _delete_obj(self, res: APIResource, old: Obj) -> Obj:
+        if old["metadata"].get("finalizers") and res != NAMESPACES:
+            if old["metadata"].get("deletionTimestamp"):
+                return old
+            new = copy.deepcopy(old)
+            new["metadata"]["deletionTimestamp"] = now_rfc3339()
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            return self.storage.write(res, new, old)
+        if res == NAMESPACES:
+            ns = old["metadata"]["name"]
+            for r in ALL_RESOURCES:
+                if r.namespaced:
+                    for (ons, _), o in list(self.storage.objects(r).items()):
+                        if ons == ns:
+                            self.storage.remove(r, o)
+        return self.storage.remove(res, old)
+
+    def _delete_collection(self, request: web.Request, res: APIResource, namespace: str | None) -> web.Response:
+        matches = self._selectors(request)
+        gone = [self._delete_obj(res, o) for (ns, _), o in sorted(self.storage.objects(res).items())
+                if (namespace is None or ns == namespace) and matches(o)]
+        return web.json_response({"kind": f"{res.kind}List", "apiVersion": res.api_version,
+                                  "metadata": {"resourceVersion": str(self.storage.rv)}, "items": gone})

@@ -1,0 +1,72 @@
+"""Fault injection for the embedded API server, driven in-process by tests.
+
+A fault matches requests by Kubernetes verb (get, list, watch, create, update, patch, delete,
+deletecollection) and resource plural (None matches any), and either fails them with an HTTP status
+(optionally with `Retry-After`) or delays them, for the next `times` matching requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from syncer.embedded.status import StatusError
+
+
+@dataclass
+class Fault:
+    """One armed fault. `status` 0 means only `latency` (seconds) is added."""
+
+    verb: str | None
+    resource: str | None
+    status: int
+    times: int
+    latency: float = 0.0
+    retry_after: int | None = None
+    message: str = ""
+    hits: int = 0
+
+    def matches(self, verb: str, resource: str) -> bool:
+        """True when this fault applies to a request of `verb` on `resource` and is not used up."""
+        return (self.times > 0 and self.verb in (None, verb) and self.resource in (None, resource))
+
+    async def apply(self) -> None:
+        """Delay, then fail if a status is set. Raises StatusError with the configured status."""
+        self.times -= 1
+        self.hits += 1
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if self.status:
+            headers = {"Retry-After": str(self.retry_after)} if self.retry_after is not None else None
+            raise StatusError(self.status, self.message or f"injected fault: HTTP {self.status}",
+                              details={"headers": headers} if headers else None)
+
+
+class FaultInjector:
+    """The faults armed on one server, checked in order for every resource request."""
+
+    def __init__(self) -> None:
+        self.armed: list[Fault] = []
+
+    def fail(self, status: int, *, verb: str | None = None, resource: str | None = None, times: int = 1,
+             retry_after: int | None = None, message: str = "") -> Fault:
+        """Fail the next `times` matching requests with HTTP `status`."""
+        fault = Fault(verb, resource, status, times, retry_after=retry_after, message=message)
+        self.armed.append(fault)
+        return fault
+
+    def delay(self, seconds: float, *, verb: str | None = None, resource: str | None = None,
+              times: int = 1) -> Fault:
+        """Delay the next `times` matching requests by `seconds`."""
+        fault = Fault(verb, resource, 0, times, latency=seconds)
+        self.armed.append(fault)
+        return fault
+
+    def clear(self) -> None:
+        """Disarm every fault."""
+        self.armed.clear()
+
+    def match(self, verb: str, resource: str) -> Fault | None:
+        """The first armed fault for this request, if any (used-up faults are dropped)."""
+        self.armed = [f for f in self.armed if f.times > 0]
+        return next((f for f in self.armed if f.matches(verb, resource)), None)

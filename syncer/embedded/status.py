@@ -1,0 +1,78 @@
+"""API errors of the embedded server as Kubernetes `Status` objects (metav1.Status)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from syncer.kube.resources import APIResource
+
+_REASONS = {
+    400: "BadRequest",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+}
+
+
+class StatusError(Exception):
+    """An API error: HTTP `code`, machine `reason` (NotFound, AlreadyExists, ...) and message."""
+
+    def __init__(self, code: int, message: str, reason: str | None = None,
+                 details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.reason = reason or _REASONS.get(code, "Unknown")
+        self.details = details or {}
+
+    def status(self) -> dict[str, Any]:
+        """The metav1.Status body."""
+        body: dict[str, Any] = {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": self.message, "reason": self.reason, "code": self.code,
+        }
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+def _details(res: APIResource, name: str) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": name, "kind": res.plural}
+    if res.group:
+        d["group"] = res.group
+    return d
+
+
+def not_found(res: APIResource, name: str) -> StatusError:
+    """`<plural>[.<group>] "<name>" not found` (404 NotFound)."""
+    return StatusError(404, f'{res.qualified} "{name}" not found', "NotFound", _details(res, name))
+
+
+def already_exists(res: APIResource, name: str) -> StatusError:
+    """`<plural>[.<group>] "<name>" already exists` (409 AlreadyExists)."""
+    return StatusError(409, f'{res.qualified} "{name}" already exists', "AlreadyExists", _details(res, name))
+
+
+def conflict(res: APIResource, name: str, why: str) -> StatusError:
+    """`Operation cannot be fulfilled on <plural> "<name>": <why>` (409 Conflict)."""
+    return StatusError(409, f'Operation cannot be fulfilled on {res.qualified} "{name}": {why}', "Conflict",
+                       _details(res, name))
+
+
+def invalid(res: APIResource, name: str, causes: list[str]) -> StatusError:
+    """`<Kind>[.<group>] "<name>" is invalid: <causes>` (422 Invalid)."""
+    kind = f"{res.kind}.{res.group}" if res.group else res.kind
+    msg = f'{kind} "{name}" is invalid: ' + ", ".join(causes)
+    return StatusError(422, msg, "Invalid", _details(res, name))
+
+
+def forbidden(res: APIResource, name: str, why: str) -> StatusError:
+    """`<plural> "<name>" is forbidden: <why>` (403 Forbidden), as admission plugins report."""
+    return StatusError(403, f'{res.qualified} "{name}" is forbidden: {why}', "Forbidden", _details(res, name))

@@ -1,0 +1,125 @@
+"""The in-memory cache an informer keeps current (client-go's `cache.Indexer`).
+
+Objects are stored after a `transform` that keeps only the fields the reconcilers read (and always
+drops `managedFields`), keyed like client-go's `MetaNamespaceKeyFunc` (`namespace/name`, or `name` for
+cluster-scoped objects). Named indexes map an index value to the keys of the objects that carry it
+(e.g. virtual pods by `spec.runtimeClassName`), so a lookup costs the size of the answer, not of the
+cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+Obj = dict[str, Any]
+Transform = Callable[[Obj], Obj]
+IndexFunc = Callable[[Obj], list[str]]
+
+
+def object_key(obj: Obj) -> str:
+    """`namespace/name` for namespaced objects, `name` otherwise.
+
+    Raises:
+        ValueError: the object has no metadata.name.
+    """
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise ValueError("object has no metadata.name")
+    ns = meta.get("namespace") if isinstance(meta, dict) else None
+    return f"{ns}/{name}" if ns else name
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    """Inverse of object_key: (namespace or None, name)."""
+    if "/" in key:
+        ns, name = key.split("/", 1)
+        return ns, name
+    return None, key
+
+
+def strip_managed_fields(obj: Obj) -> Obj:
+    """The default transform: drop metadata.managedFields (large, never read)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return obj
+
+
+class Store:
+    """Objects by key with optional indexes. Single event loop; not thread-safe.
+
+    Args:
+        transform: applied to every object before it is stored (default: drop managedFields).
+        indexers: index name -> function returning the index values of an object.
+    """
+
+    def __init__(self, transform: Transform | None = None, indexers: dict[str, IndexFunc] | None = None) -> None:
+        self._transform = transform or strip_managed_fields
+        self._items: dict[str, Obj] = {}
+        self._indexers = indexers or {}
+        self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._items
+
+    def get(self, key: str) -> Obj | None:
+        """The cached object for a key, or None. Treat it as read-only."""
+        return self._items.get(key)
+
+    def keys(self) -> list[str]:
+        """All keys."""
+        return list(self._items)
+
+    def values(self) -> Iterator[Obj]:
+        """All cached objects."""
+        return iter(list(self._items.values()))
+
+    def by_index(self, index: str, value: str) -> list[Obj]:
+        """Objects whose index function returned `value` for index `index`."""
+        return [self._items[k] for k in self._indexes[index].get(value, ())]
+
+    def keys_by_index(self, index: str, value: str) -> list[str]:
+        """Keys of the objects whose index function returned `value`."""
+        return list(self._indexes[index].get(value, ()))
+
+    def upsert(self, obj: Obj) -> tuple[Obj | None, Obj]:
+        """Store an object (transformed). Returns (previous object or None, stored object).
+
+        Raises:
+            ValueError: the object has no name.
+        """
+        key = object_key(obj)
+        new = self._transform(obj)
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = new
+        self._index(key, new)
+        return old, new
+
+    def delete(self, obj_or_key: Obj | str) -> Obj | None:
+        """Remove an object by key or by object. Returns the cached object that was removed, or None."""
+        key = obj_or_key if isinstance(obj_or_key, str) else object_key(obj_or_key)
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def _index(self, key: str, obj: Obj) -> None:
+        for name, fn in self._indexers.items():
+            for value in fn(obj):
+                self._indexes[name].setdefault(value, set()).add(key)
+
+    def _unindex(self, key: str, obj: Obj) -> None:
+        for name, fn in self._indexers.items():
+            for value in fn(obj):
+                keys = self._indexes[name].get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self._indexes[name][value]

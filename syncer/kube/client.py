@@ -1,0 +1,275 @@
+"""A Kubernetes client that works on plain dicts, for one cluster.
+
+It uses kubernetes-asyncio for what a client library is for (kubeconfig and in-cluster loading,
+authentication with token refresh, TLS, the HTTP connection pool) and calls the REST API directly with
+`_preload_content=False`, so objects stay plain JSON dicts: the generated models reject some valid
+server data and cost time to build.
+
+Every failure is an `ApiError`, including connection errors and timeouts (status 0), so callers handle
+one exception type and can log the verb, resource and cluster it came from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from syncer.kube.resources import APIResource
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+
+class ApiError(Exception):
+    """A failed API request.
+
+    Attributes:
+        status: HTTP status (0 when no response arrived: connection refused, reset, timeout).
+        reason: the Status reason (NotFound, AlreadyExists, Conflict, Expired, Forbidden, ...).
+        message: the server's message (or the connection error).
+        cluster, verb, resource: where it happened, for logs (`host`, `create`, `pods`).
+        retry_after: seconds from a `Retry-After` header (429/503), else None.
+    """
+
+    def __init__(self, status: int, reason: str, message: str, *, cluster: str = "", verb: str = "",
+                 resource: str = "", retry_after: float | None = None) -> None:
+        where = f"{verb} {resource} on the {cluster} cluster" if cluster else f"{verb} {resource}"
+        super().__init__(f"{where}: {message} (HTTP {status or 'no response'}, {reason})")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.cluster = cluster
+        self.verb = verb
+        self.resource = resource
+        self.retry_after = retry_after
+
+    @property
+    def not_found(self) -> bool:
+        """404 NotFound."""
+        return self.status == 404
+
+    @property
+    def already_exists(self) -> bool:
+        """409 AlreadyExists (a create of an existing name)."""
+        return self.status == 409 and self.reason == "AlreadyExists"
+
+    @property
+    def conflict(self) -> bool:
+        """409 Conflict (stale resourceVersion or failed precondition)."""
+        return self.status == 409 and self.reason != "AlreadyExists"
+
+    @property
+    def expired(self) -> bool:
+        """410 Gone/Expired (resourceVersion too old: re-list)."""
+        return self.status == 410
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One watch event: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, with the raw object dict."""
+
+    type: str
+    object: Obj
+
+
+class KubeClient:
+    """Plain-dict access to one cluster's API.
+
+    Args:
+        api: a kubernetes-asyncio ApiClient configured for the cluster.
+        cluster: a name for logs and errors ("host", "virtual").
+        request_timeout: seconds before a non-watch request is abandoned (ApiError status 0).
+    """
+
+    def __init__(self, api: k8s_client.ApiClient, cluster: str, request_timeout: float = 30.0) -> None:
+        self.api = api
+        self.cluster = cluster
+        self.request_timeout = request_timeout
+
+    @classmethod
+    async def from_kubeconfig(cls, path: str, cluster: str, context: str | None = None,
+                              request_timeout: float = 30.0) -> KubeClient:
+        """Build a client from a kubeconfig file (its current context unless `context` is given).
+
+        Raises:
+            kubernetes_asyncio.config.ConfigException: the file is missing or unusable.
+        """
+        cfg = k8s_client.Configuration()
+        await k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
+                                          persist_config=False)
+        return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout)
+
+    @classmethod
+    def in_cluster(cls, cluster: str, request_timeout: float = 30.0) -> KubeClient:
+        """Build a client from the pod's service account (KUBERNETES_SERVICE_HOST, mounted token).
+
+        Raises:
+            kubernetes_asyncio.config.ConfigException: not running in a pod.
+        """
+        cfg = k8s_client.Configuration()
+        k8s_config.load_incluster_config(client_configuration=cfg)
+        return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout)
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self.api.close()
+
+    async def _send(self, verb: str, res: APIResource, method: str, path: str, *,
+                    query: list[tuple[str, str]] | None = None, body: Any = None,
+                    content_type: str = "application/json",
+                    timeout: aiohttp.ClientTimeout | float | None = None) -> aiohttp.ClientResponse:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            resp: aiohttp.ClientResponse = await self.api.call_api(
+                path, method, query_params=query or [], header_params=headers, body=body,
+                auth_settings=["BearerToken"], _preload_content=False,
+                _request_timeout=timeout if timeout is not None else self.request_timeout)
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise ApiError(0, "ConnectionError", str(e) or type(e).__name__, cluster=self.cluster, verb=verb,
+                           resource=res.qualified) from e
+        if resp.status >= 400:
+            raw = await resp.read()
+            resp.release()
+            raise self._error(verb, res, resp, raw)
+        return resp
+
+    def _error(self, verb: str, res: APIResource, resp: aiohttp.ClientResponse, raw: bytes) -> ApiError:
+        reason, message = resp.reason or "", raw.decode("utf-8", "replace")[:500]
+        try:
+            status = json.loads(raw)
+            if isinstance(status, dict) and status.get("kind") == "Status":
+                reason, message = status.get("reason") or reason, status.get("message") or message
+        except ValueError:
+            pass
+        retry = resp.headers.get("Retry-After")
+        retry_after = float(retry) if retry and retry.replace(".", "", 1).isdigit() else None
+        return ApiError(resp.status, reason, message, cluster=self.cluster, verb=verb, resource=res.qualified,
+                        retry_after=retry_after)
+
+    async def _json(self, verb: str, res: APIResource, method: str, path: str, **kw: Any) -> Obj:
+        resp = await self._send(verb, res, method, path, **kw)
+        try:
+            raw = await resp.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise ApiError(0, "ConnectionError", str(e) or type(e).__name__, cluster=self.cluster, verb=verb,
+                           resource=res.qualified) from e
+        finally:
+            resp.release()
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError as e:
+            raise ApiError(resp.status, "BadResponse", f"response is not JSON: {e}", cluster=self.cluster,
+                           verb=verb, resource=res.qualified) from e
+        if not isinstance(data, dict):
+            raise ApiError(resp.status, "BadResponse", "response is not a JSON object", cluster=self.cluster,
+                           verb=verb, resource=res.qualified)
+        return data
+
+    @staticmethod
+    def _selectors(label_selector: str | None, field_selector: str | None) -> list[tuple[str, str]]:
+        q = []
+        if label_selector:
+            q.append(("labelSelector", label_selector))
+        if field_selector:
+            q.append(("fieldSelector", field_selector))
+        return q
+
+    async def list(self, res: APIResource, namespace: str | None = None, *, label_selector: str | None = None,
+                   field_selector: str | None = None) -> Obj:
+        """List objects. Returns the `<Kind>List` dict (`items`, `metadata.resourceVersion`)."""
+        return await self._json("list", res, "GET", res.path(namespace),
+                                 query=self._selectors(label_selector, field_selector))
+
+    async def get(self, res: APIResource, name: str, namespace: str | None = None) -> Obj:
+        """Get one object. Raises ApiError (404 when missing)."""
+        return await self._json("get", res, "GET", res.path(namespace, name))
+
+    async def create(self, res: APIResource, obj: Obj, namespace: str | None = None) -> Obj:
+        """Create an object; returns it as stored. Raises ApiError (409 AlreadyExists, 403, 422...)."""
+        return await self._json("create", res, "POST", res.path(namespace), body=obj)
+
+    async def replace(self, res: APIResource, obj: Obj, namespace: str | None = None,
+                      subresource: str | None = None) -> Obj:
+        """PUT an object (its metadata.resourceVersion, if set, is a precondition: 409 Conflict when stale)."""
+        return await self._json("update", res, "PUT", res.path(namespace, obj["metadata"]["name"], subresource),
+                                body=obj)
+
+    async def patch(self, res: APIResource, name: str, patch: Any, namespace: str | None = None, *,
+                    patch_type: str = "merge", subresource: str | None = None) -> Obj:
+        """PATCH an object with a merge (default), strategic, json or apply patch; returns the result."""
+        return await self._json("patch", res, "PATCH", res.path(namespace, name, subresource), body=patch,
+                                content_type=PATCH_TYPES[patch_type])
+
+    async def delete(self, res: APIResource, name: str, namespace: str | None = None, *, uid: str | None = None,
+                     resource_version: str | None = None, grace_period_seconds: int | None = None) -> Obj:
+        """Delete an object, optionally only if its uid/resourceVersion still match (409 otherwise).
+
+        Returns the server's answer (the object or a Status). Raises ApiError (404 when already gone).
+        """
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        pre = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if pre:
+            body["preconditions"] = pre
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        return await self._json("delete", res, "DELETE", res.path(namespace, name), body=body)
+
+    async def watch(self, res: APIResource, resource_version: str, namespace: str | None = None, *,
+                    label_selector: str | None = None, field_selector: str | None = None,
+                    timeout_seconds: int = 300, bookmarks: bool = True) -> AsyncIterator[WatchEvent]:
+        """Watch changes after `resource_version` until the server ends the stream.
+
+        Yields WatchEvents as they arrive (ERROR events are yielded, not raised, so the caller can
+        re-list on 410). A stream that stays silent for `timeout_seconds` + 30 s is treated as hung and
+        raises ApiError status 0.
+
+        Raises:
+            ApiError: the request failed or the connection broke.
+        """
+        query = [("watch", "true"), ("resourceVersion", resource_version),
+                 ("timeoutSeconds", str(timeout_seconds)), *self._selectors(label_selector, field_selector)]
+        if bookmarks:
+            query.append(("allowWatchBookmarks", "true"))
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout,
+                                        sock_read=timeout_seconds + 30)
+        resp = await self._send("watch", res, "GET", res.path(namespace), query=query, timeout=timeout)
+        try:
+            async for line in resp.content:
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                    yield WatchEvent(str(event["type"]), event["object"])
+                except (ValueError, KeyError, TypeError) as e:
+                    log.warning("%s cluster: skipped a malformed %s watch event (%s): %.200r",
+                                self.cluster, res.qualified, e, line)
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise ApiError(0, "ConnectionError", f"watch stream broke: {e or type(e).__name__}",
+                           cluster=self.cluster, verb="watch", resource=res.qualified) from e
+        finally:
+            resp.close()  # an unfinished stream cannot go back to the pool
+
+
+async def sleep_or_stop(delay: float, stop: asyncio.Event) -> bool:
+    """Wait `delay` seconds or until `stop` is set. Returns True when stopped."""
+    try:
+        await asyncio.wait_for(stop.wait(), delay)
+    except TimeoutError:
+        return False
+    return True

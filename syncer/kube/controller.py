@@ -1,0 +1,110 @@
+"""Runs a reconciler over a work queue with N workers (controller-runtime's controller).
+
+A reconcile takes a key, compares desired with actual state and writes the difference. It returns
+None when done, or a number of seconds after which the key should be looked at again; it raises to
+ask for a retry with per-key exponential backoff. A failing key never stops the other keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from syncer.kube.client import ApiError
+from syncer.kube.workqueue import ShutDown, WorkQueue
+from syncer.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+Reconcile = Callable[[str], Awaitable[float | None]]
+
+
+class ReconcileError(Exception):
+    """An expected failure that needs a retry with backoff; logged as one line, without a traceback."""
+
+
+class Controller:
+    """Workers that take keys from `queue` and call `reconcile(key)`.
+
+    Args:
+        name: the controller label in metrics and logs ("runtimeclass", "pod").
+        queue: the work queue the event handlers feed.
+        reconcile: the level-triggered reconcile function.
+        workers: how many keys are reconciled concurrently (never the same key twice at once).
+        metrics: where reconcile counts and durations go.
+    """
+
+    def __init__(self, name: str, queue: WorkQueue, reconcile: Reconcile, metrics: Metrics,
+                 workers: int = 2) -> None:
+        self.name = name
+        self.queue = queue
+        self.reconcile = reconcile
+        self.metrics = metrics
+        self.workers = workers
+        self.first_pass: set[str] = set()
+        self.first_pass_done = asyncio.Event()
+        metrics.workqueue_depth.labels(name=queue.name).set_function(lambda: len(queue))
+
+    def start_first_pass(self, keys: set[str]) -> None:
+        """Track the keys queued at start-up; `first_pass_done` is set once each was reconciled once
+        (successfully or not), which is what readiness waits for."""
+        self.first_pass = set(keys)
+        if not self.first_pass:
+            self.first_pass_done.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Work until `stop` is set, then shut the queue down and let in-flight reconciles finish."""
+        tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
+        try:
+            await stop.wait()
+        finally:
+            self.queue.shutdown()
+            _, pending = await asyncio.wait(tasks, timeout=5.0)
+            for t in pending:
+                t.cancel()
+            for t in pending:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            start = time.perf_counter()
+            try:
+                requeue_after = await self.reconcile(key)
+            except asyncio.CancelledError:
+                self.queue.done(key)
+                raise
+            except Exception as e:
+                self._failed(key, e)
+            else:
+                self.queue.forget(key)
+                if requeue_after is not None:
+                    self.metrics.reconcile_total.labels(self.name, "requeue_after").inc()
+                    self.queue.add_after(key, requeue_after)
+                else:
+                    self.metrics.reconcile_total.labels(self.name, "success").inc()
+            finally:
+                self.metrics.reconcile_time.labels(self.name).observe(time.perf_counter() - start)
+            self.queue.done(key)
+            if self.first_pass:
+                self.first_pass.discard(key)
+                if not self.first_pass:
+                    self.first_pass_done.set()
+
+    def _failed(self, key: str, e: Exception) -> None:
+        self.metrics.reconcile_total.labels(self.name, "error").inc()
+        self.metrics.reconcile_errors.labels(self.name).inc()
+        self.metrics.workqueue_retries.labels(self.queue.name).inc()
+        retries = self.queue.num_requeues(key)
+        if isinstance(e, (ApiError, ReconcileError)):
+            log.warning("%s %s: %s (retry %d)", self.name, key, e, retries + 1)
+        else:
+            log.exception("%s %s: reconcile failed (retry %d)", self.name, key, retries + 1)
+        self.queue.add_rate_limited(key)

@@ -1,0 +1,194 @@
+"""A de-duplicating, delaying, rate-limited work queue (client-go's `util/workqueue`).
+
+Semantics as in client-go:
+- a key added several times before a worker takes it is processed once (dirty set);
+- a key is never processed by two workers at once: added while processing, it is queued again when
+  the worker calls `done` (processing set);
+- `add_after` delays an add (the earliest pending time wins);
+- `add_rate_limited` delays by the rate limiter: per-key exponential backoff (base x 2^failures,
+  capped) combined with an overall token bucket, whichever is longer
+  (`DefaultControllerRateLimiter`); `forget` resets a key's failures after a success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+class ShutDown(Exception):
+    """The queue was shut down; workers should return."""
+
+
+@dataclass
+class RateLimiter:
+    """Per-key exponential backoff (`base` x 2^n seconds, at most `cap`) and an overall token
+    bucket of `qps` per second with `burst`."""
+
+    base: float = 0.05
+    cap: float = 60.0
+    qps: float = 50.0
+    burst: int = 300
+    _failures: dict[str, int] = field(default_factory=dict)
+    _tokens: float = field(default=-1.0)
+    _last: float = field(default_factory=time.monotonic)
+
+    def when(self, key: str) -> float:
+        """Seconds to wait before retrying `key`; counts one more failure for it."""
+        n = self._failures.get(key, 0)
+        self._failures[key] = n + 1
+        per_item = min(self.cap, self.base * (2 ** n))
+        return max(per_item, self._bucket_delay())
+
+    def _bucket_delay(self) -> float:
+        now = time.monotonic()
+        if self._tokens < 0:
+            self._tokens = float(self.burst)
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        self._tokens -= 1
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    def forget(self, key: str) -> None:
+        """Clear the failures of `key`."""
+        self._failures.pop(key, None)
+
+    def failures(self, key: str) -> int:
+        """How many times `key` has been rate-limited since it was last forgotten."""
+        return self._failures.get(key, 0)
+
+
+class WorkQueue:
+    """An asyncio work queue of string keys.
+
+    Args:
+        name: for metrics and logs.
+        rate_limiter: used by `add_rate_limited`.
+        on_add: optional callback after a key enters the queue (metrics).
+    """
+
+    def __init__(self, name: str, rate_limiter: RateLimiter | None = None,
+                 on_add: Callable[[str], None] | None = None) -> None:
+        self.name = name
+        self.rate_limiter = rate_limiter or RateLimiter()
+        self._on_add = on_add
+        self._queue: deque[str] = deque()
+        self._dirty: set[str] = set()
+        self._processing: set[str] = set()
+        self._waiting: dict[str, tuple[float, asyncio.TimerHandle]] = {}
+        self._getters: deque[asyncio.Future[None]] = deque()
+        self._shutting_down = False
+
+    def __len__(self) -> int:
+        """Keys waiting to be processed (the `workqueue_depth` metric)."""
+        return len(self._queue)
+
+    def queued(self) -> set[str]:
+        """The keys waiting to be processed now."""
+        return set(self._queue)
+
+    @property
+    def processing(self) -> int:
+        """Keys being processed by a worker now."""
+        return len(self._processing)
+
+    @property
+    def idle(self) -> bool:
+        """True when nothing is queued, processing, or waiting for a delay."""
+        return not self._queue and not self._processing and not self._waiting
+
+    def add(self, key: str) -> None:
+        """Queue `key` unless it is already queued (a key being processed is queued again after)."""
+        if self._shutting_down or key in self._dirty:
+            return
+        self._dirty.add(key)
+        if key in self._processing:
+            return
+        self._queue.append(key)
+        if self._on_add:
+            self._on_add(key)
+        self._wake_one()
+
+    def _wake_one(self) -> None:
+        while self._getters:
+            fut = self._getters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+
+    def add_after(self, key: str, delay: float) -> None:
+        """Queue `key` after `delay` seconds (at once when delay <= 0). The earliest pending add wins."""
+        if self._shutting_down:
+            return
+        if delay <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        at = loop.time() + delay
+        pending = self._waiting.get(key)
+        if pending is not None:
+            if pending[0] <= at:
+                return
+            pending[1].cancel()
+        self._waiting[key] = (at, loop.call_at(at, self._fire, key))
+
+    def _fire(self, key: str) -> None:
+        self._waiting.pop(key, None)
+        self.add(key)
+
+    def add_rate_limited(self, key: str) -> None:
+        """Queue `key` after the rate limiter's delay for it (retry with backoff)."""
+        self.add_after(key, self.rate_limiter.when(key))
+
+    def forget(self, key: str) -> None:
+        """Reset `key`'s backoff (call after a successful reconcile)."""
+        self.rate_limiter.forget(key)
+
+    def num_requeues(self, key: str) -> int:
+        """How many rate-limited retries `key` has had since it was last forgotten."""
+        return self.rate_limiter.failures(key)
+
+    async def get(self) -> str:
+        """Wait for and take the next key; call `done(key)` when finished with it.
+
+        Raises:
+            ShutDown: the queue is shutting down and empty.
+        """
+        while not self._queue:
+            if self._shutting_down:
+                raise ShutDown()
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._getters.append(fut)
+            try:
+                await fut
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self._wake_one()  # pass the wake-up on to another worker
+                raise
+        key = self._queue.popleft()
+        self._processing.add(key)
+        self._dirty.discard(key)
+        return key
+
+    def done(self, key: str) -> None:
+        """Mark `key` finished; if it was added meanwhile, it is queued again."""
+        self._processing.discard(key)
+        if key in self._dirty:
+            self._queue.append(key)
+            self._wake_one()
+
+    def shutdown(self) -> None:
+        """Stop accepting keys and wake every waiting worker (they get ShutDown once the queue is empty)."""
+        self._shutting_down = True
+        for _, handle in self._waiting.values():
+            handle.cancel()
+        self._waiting.clear()
+        self._queue.clear()
+        self._dirty.clear()
+        while self._getters:
+            fut = self._getters.popleft()
+            if not fut.done():
+                fut.set_result(None)

@@ -1,0 +1,246 @@
+"""Wires the syncer together: informers -> caches -> work queues -> reconcilers.
+
+```
+host RuntimeClasses ──informer──▶ cache ─┬─▶ runtimeclass queue ─▶ RuntimeClassReconciler ─▶ virtual RCs
+virtual RuntimeClasses ─informer─▶ cache ┘        (name)
+host RuntimeClasses (gate changes) ──▶ pods that name the class ─┐
+virtual Pods ──informer──▶ cache ────────────────────────────────┼─▶ pod queue ─▶ PodReconciler ─▶ host Pods,
+host Pods (ours) ──informer──▶ cache ────────────────────────────┘    (ns/name)                    virtual Events
+```
+
+Start order: informers start and list; controllers start only once every cache is synced (so no
+reconcile acts on a half-filled cache); readiness is reported once each key queued at start-up has
+been reconciled once. Stop: informers and workers stop; in-flight reconciles get a bounded time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncer.config.model import SyncerConfig
+from syncer.controllers import translate
+from syncer.controllers.gate import runtime_class_matches
+from syncer.controllers.pods import PodReconciler
+from syncer.controllers.runtimeclasses import RuntimeClassReconciler
+from syncer.kube.cache import Store, object_key, strip_managed_fields
+from syncer.kube.client import KubeClient
+from syncer.kube.controller import Controller
+from syncer.kube.events import EventRecorder
+from syncer.kube.informer import Handlers, Informer
+from syncer.kube.resources import PODS, RUNTIMECLASSES
+from syncer.kube.workqueue import WorkQueue
+from syncer.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+RC_INDEX = "runtimeClassName"
+
+
+@dataclass
+class Options:
+    """Process options from the command line.
+
+    Attributes:
+        vcluster_name: names host pods and the managed-by label.
+        host_namespace: where host pods live (single-namespace mode).
+        pod_workers / rc_workers: concurrent reconciles per controller.
+        instance: the events' reportingInstance.
+        watch_timeout: seconds a watch stays open before it is renewed.
+    """
+
+    vcluster_name: str
+    host_namespace: str
+    pod_workers: int = 4
+    rc_workers: int = 2
+    instance: str = field(default_factory=lambda: f"pod-syncer-{socket.gethostname()}")
+    watch_timeout: int = 300
+
+
+def _host_pod_transform(obj: Obj) -> Obj:
+    """Keep only what the pod reconciler reads of a host pod."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    keep_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels", "annotations",
+                                      "deletionTimestamp") if k in meta}
+    keep_spec: Obj = {f: [{"name": c.get("name"), "image": c.get("image")} for c in spec.get(f) or []
+                          if isinstance(c, dict)] for f in ("containers", "initContainers")}
+    for k in ("activeDeadlineSeconds", "runtimeClassName", "nodeName"):
+        if k in spec:
+            keep_spec[k] = spec[k]
+    out: Obj = {"metadata": keep_meta, "spec": keep_spec}
+    if "status" in obj:
+        out["status"] = obj["status"]
+    return out
+
+
+def _rc_index(pod: Obj) -> list[str]:
+    rcn = (pod.get("spec") or {}).get("runtimeClassName")
+    return [rcn] if isinstance(rcn, str) and rcn else []
+
+
+def _pod_changed(old: Obj, new: Obj) -> bool:
+    """A virtual pod change the pod reconciler must look at (not just a status write)."""
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    return (old.get("spec") != new.get("spec") or om.get("labels") != nm.get("labels")
+            or om.get("annotations") != nm.get("annotations")
+            or om.get("deletionTimestamp") != nm.get("deletionTimestamp") or om.get("uid") != nm.get("uid"))
+
+
+class Syncer:
+    """One running syncer: its caches, queues, reconcilers and controllers.
+
+    Args:
+        config: validated configuration.
+        host, virtual: clients for the two clusters.
+        options: names, namespace and worker counts.
+        metrics: where metrics go (a fresh registry by default).
+    """
+
+    def __init__(self, config: SyncerConfig, host: KubeClient, virtual: KubeClient, options: Options,
+                 metrics: Metrics | None = None) -> None:
+        self.config = config
+        self.host = host
+        self.virtual = virtual
+        self.options = options
+        self.metrics = metrics or Metrics()
+        m = self.metrics
+
+        self.host_rcs = Store()
+        self.virtual_rcs = Store()
+        self.virtual_pods = Store(indexers={RC_INDEX: _rc_index})
+        self.host_pods = Store(transform=_host_pod_transform)
+
+        self.pod_queue = WorkQueue("pod", on_add=lambda _: m.workqueue_adds.labels("pod").inc())
+        self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: m.workqueue_adds.labels("runtimeclass").inc())
+        self.recorder = EventRecorder(virtual, "pod-syncer", options.instance)
+
+        self.pod_reconciler = PodReconciler(
+            config, vcluster_name=options.vcluster_name, host_namespace=options.host_namespace,
+            virtual_pods=self.virtual_pods, host_pods=self.host_pods, host_rcs=self.host_rcs, host=host,
+            recorder=self.recorder, metrics=m)
+        self.rc_reconciler = RuntimeClassReconciler(config, self.host_rcs, self.virtual_rcs, virtual)
+
+        wt = options.watch_timeout
+        self.informers: list[Informer] = [
+            Informer(virtual, PODS, self.virtual_pods, watch_timeout=wt),
+            Informer(host, PODS, self.host_pods, namespace=options.host_namespace,
+                     label_selector=f"{translate.MANAGED_BY}={options.vcluster_name}", watch_timeout=wt),
+        ]
+        self.informers[0].add_handlers(Handlers(
+            on_add=self._enqueue_pod, on_update=lambda o, n: self._enqueue_pod(n) if _pod_changed(o, n) else None,
+            on_delete=self._enqueue_pod))
+        self.informers[1].add_handlers(Handlers(
+            on_add=self._enqueue_for_host_pod, on_update=lambda o, n: self._enqueue_for_host_pod(n),
+            on_delete=self._enqueue_for_host_pod))
+        self.controllers: list[Controller] = [
+            Controller("pod", self.pod_queue, self.pod_reconciler.reconcile, m, workers=options.pod_workers)]
+        if config.enabled:
+            host_rc_inf = Informer(host, RUNTIMECLASSES, self.host_rcs, watch_timeout=wt)
+            virtual_rc_inf = Informer(virtual, RUNTIMECLASSES, self.virtual_rcs, watch_timeout=wt)
+            host_rc_inf.add_handlers(Handlers(
+                on_add=lambda o: self._host_rc_changed(None, o), on_update=self._host_rc_changed,
+                on_delete=lambda o: self._host_rc_changed(o, None)))
+            virtual_rc_inf.add_handlers(Handlers(
+                on_add=self._enqueue_rc, on_update=lambda o, n: self._enqueue_rc(n), on_delete=self._enqueue_rc))
+            self.informers += [host_rc_inf, virtual_rc_inf]
+            self.controllers.append(Controller("runtimeclass", self.rc_queue, self.rc_reconciler.reconcile, m,
+                                               workers=options.rc_workers))
+        self.caches_synced = asyncio.Event()
+        self.ready_event = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # ------------------------------------------------------------------ event handlers (map to keys)
+
+    def _enqueue_pod(self, pod: Obj) -> None:
+        self.pod_queue.add(object_key(pod))
+
+    def _enqueue_for_host_pod(self, hpod: Obj) -> None:
+        key = translate.virtual_key_of_host_pod(hpod)
+        if key is not None:
+            self.pod_queue.add(key)
+
+    def _enqueue_rc(self, rc: Obj) -> None:
+        self.rc_queue.add(object_key(rc))
+
+    def _gate_state(self, rc: Obj | None) -> tuple[bool, bool, bool]:
+        if rc is None:
+            return (False, False, False)
+        return (True, bool((rc.get("metadata") or {}).get("deletionTimestamp")), runtime_class_matches(self.config, rc))
+
+    def _host_rc_changed(self, old: Obj | None, new: Obj | None) -> None:
+        rc = new or old
+        assert rc is not None
+        name = object_key(rc)
+        self.rc_queue.add(name)
+        if self._gate_state(old) != self._gate_state(new):
+            for key in self.virtual_pods.keys_by_index(RC_INDEX, name):
+                self.pod_queue.add(key)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def ready(self) -> bool:
+        """Caches synced, first full reconcile done, and every informer currently healthy."""
+        return self.ready_event.is_set() and all(i.last_error is None for i in self.informers)
+
+    def readiness_detail(self) -> list[str]:
+        """Why the syncer is not ready (empty when ready)."""
+        why = [f"cache {i.name} not synced" + (f": {i.last_error}" if i.last_error else "")
+               for i in self.informers if not i.synced.is_set()]
+        why += [f"informer {i.name} failing: {i.last_error}" for i in self.informers
+                if i.synced.is_set() and i.last_error is not None]
+        if not why and not self.ready_event.is_set():
+            why.append("first reconcile not finished")
+        return why
+
+    @property
+    def healthy(self) -> bool:
+        """True while every loop is running."""
+        return bool(self._tasks) and not any(t.done() for t in self._tasks)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run until `stop` is set."""
+        self._tasks = [asyncio.create_task(i.run(stop), name=f"informer {i.name}") for i in self.informers]
+        try:
+            synced = asyncio.gather(*(i.synced.wait() for i in self.informers))
+            stopping = asyncio.create_task(stop.wait())
+            await asyncio.wait([synced, stopping], return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if stop.is_set():
+                synced.cancel()
+                return
+            self.caches_synced.set()
+            log.info("all caches synced: %d virtual pods, %d host pods, %d host and %d virtual runtime classes",
+                     len(self.virtual_pods), len(self.host_pods), len(self.host_rcs), len(self.virtual_rcs))
+            for c in self.controllers:
+                c.start_first_pass(c.queue.queued())
+                self._tasks.append(asyncio.create_task(c.run(stop), name=f"controller {c.name}"))
+            first = asyncio.gather(*(c.first_pass_done.wait() for c in self.controllers))
+            stopping = asyncio.create_task(stop.wait())
+            await asyncio.wait([first, stopping], return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if not stop.is_set():
+                self.ready_event.set()
+                log.info("first reconcile done; ready")
+            else:
+                first.cancel()
+            await stop.wait()
+        finally:
+            await self._finish()
+
+    async def _finish(self) -> None:
+        _, pending = await asyncio.wait(self._tasks, timeout=6.0) if self._tasks else (set(), set())
+        for t in pending:
+            t.cancel()
+        for t in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        for t in self._tasks:
+            if t.done() and not t.cancelled() and t.exception() is not None:
+                log.error("%s ended with an error", t.get_name(), exc_info=t.exception())

@@ -1,0 +1,39 @@
+"""Prometheus metrics with controller-runtime's names, in a registry owned by one syncer instance
+(no process-global collectors, so several syncers can run in one process, as the tests do)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class Metrics:
+    """The syncer's metrics.
+
+    controller-runtime names: `controller_runtime_reconcile_total{controller,result}`,
+    `controller_runtime_reconcile_errors_total{controller}`,
+    `controller_runtime_reconcile_time_seconds{controller}`; client-go workqueue names:
+    `workqueue_depth{name}`, `workqueue_adds_total{name}`, `workqueue_retries_total{name}`; and the
+    syncer's own `runtimeclass_syncer_pods_synced_total{runtime_class}` /
+    `runtimeclass_syncer_pods_refused_total{runtime_class}` (runtime_class "" = none named).
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.reconcile_total = Counter("controller_runtime_reconcile_total", "Total number of reconciliations",
+                                       ["controller", "result"], registry=r)
+        self.reconcile_errors = Counter("controller_runtime_reconcile_errors_total",
+                                        "Total number of reconciliation errors", ["controller"], registry=r)
+        self.reconcile_time = Histogram("controller_runtime_reconcile_time_seconds",
+                                        "Length of time per reconciliation", ["controller"], registry=r)
+        self.workqueue_depth = Gauge("workqueue_depth", "Current depth of workqueue", ["name"], registry=r)
+        self.workqueue_adds = Counter("workqueue_adds_total", "Total number of adds handled by workqueue",
+                                      ["name"], registry=r)
+        self.workqueue_retries = Counter("workqueue_retries_total", "Total number of retries handled by workqueue",
+                                         ["name"], registry=r)
+        self.pods_synced = Counter("runtimeclass_syncer_pods_synced_total",
+                                   "Virtual pods created or updated on the host, by runtime class",
+                                   ["runtime_class"], registry=r)
+        self.pods_refused = Counter("runtimeclass_syncer_pods_refused_total",
+                                    "Virtual pods held back by the RuntimeClass gate, by runtime class",
+                                    ["runtime_class"], registry=r)

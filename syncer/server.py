@@ -1,0 +1,77 @@
+"""Health, readiness and metrics over HTTP (aiohttp), as controller-runtime's manager serves them.
+
+`/healthz` is 200 while the syncer's loops run; `/readyz` is 200 once both clusters' caches are synced
+and the first full reconcile is done, else 503 with the reasons, one per line; `/metrics` is Prometheus
+text from the syncer's own registry.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from syncer.manager import Syncer
+
+
+def parse_bind_address(addr: str) -> tuple[str, int]:
+    """`host:port` or `:port` (all interfaces) -> (host, port).
+
+    Raises:
+        ValueError: not of that form, or the port is not a number from 0 to 65535.
+    """
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"invalid bind address {addr!r}: expected HOST:PORT or :PORT")
+    return host or "0.0.0.0", int(port)
+
+
+class ProbeServer:
+    """Serves the probes and/or metrics of one syncer on the given addresses (same site if equal)."""
+
+    def __init__(self, syncer: Syncer, health_addr: str | None, metrics_addr: str | None) -> None:
+        self.syncer = syncer
+        self.health_addr = health_addr
+        self.metrics_addr = metrics_addr
+        self._runners: list[web.AppRunner] = []
+        self.ports: dict[str, int] = {}
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        if self.syncer.healthy:
+            return web.Response(text="ok")
+        return web.Response(status=503, text="syncer loops are not running\n")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        if self.syncer.ready:
+            return web.Response(text="ok")
+        return web.Response(status=503, text="\n".join(self.syncer.readiness_detail()) + "\n")
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        body = generate_latest(self.syncer.metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def start(self) -> None:
+        """Bind the addresses. Raises OSError when a port is taken, ValueError on a bad address."""
+        sites: dict[str, list[tuple[str, web.RouteDef]]] = {}
+        if self.health_addr:
+            sites.setdefault(self.health_addr, []).extend(
+                [("health", web.get("/healthz", self._healthz)), ("health", web.get("/readyz", self._readyz))])
+        if self.metrics_addr:
+            sites.setdefault(self.metrics_addr, []).append(("metrics", web.get("/metrics", self._metrics)))
+        for addr, routes in sites.items():
+            host, port = parse_bind_address(addr)
+            app = web.Application()
+            app.add_routes([r for _, r in routes])
+            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            await runner.setup()
+            site = web.TCPSite(runner, host, port)
+            await site.start()
+            self._runners.append(runner)
+            bound = site._server.sockets[0].getsockname()[1] if site._server else port  # type: ignore[attr-defined]
+            for kind, _ in routes:
+                self.ports[kind] = bound
+
+    async def stop(self) -> None:
+        """Close the listeners."""
+        for r in self._runners:
+            await r.cleanup()
+        self._runners.clear()
