@@ -199,6 +199,11 @@ class Syncer:
             why.append("first reconcile not finished")
         return why
 
+    async def wait_idle(self) -> None:
+        """Wait until every work queue is empty with nothing in flight or delayed (tests, demo)."""
+        while not all(c.queue.idle for c in self.controllers):
+            await asyncio.gather(*(c.queue.wait_idle() for c in self.controllers))
+
     @property
     def healthy(self) -> bool:
         """True while every loop is running."""
@@ -235,10 +240,16 @@ class Syncer:
             await self._finish()
 
     async def _finish(self) -> None:
-        _, pending = await asyncio.wait(self._tasks, timeout=6.0) if self._tasks else (set(), set())
+        """Informers stop at once (a watch may be silent for a minute); controllers get up to 6 s to
+        finish in-flight reconciles, then are cancelled."""
+        informers = [t for t in self._tasks if t.get_name().startswith("informer ")]
+        for t in informers:
+            t.cancel()
+        others = [t for t in self._tasks if t not in informers]
+        _, pending = await asyncio.wait(others, timeout=6.0) if others else (set(), set())
         for t in pending:
             t.cancel()
-        for t in pending:
+        for t in [*informers, *pending]:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
         for t in self._tasks:

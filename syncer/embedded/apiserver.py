@@ -524,7 +524,7 @@ class EmbeddedAPIServer:
                        "application/apply-patch+yaml"):
             if not isinstance(body, dict):
                 raise StatusError(400, "a merge patch must be a JSON object")
-            patched = merge_patch(old, body)
+            patched = merge_patch(copy.deepcopy(old), body)  # never share nested dicts with the stored object
         else:
             raise StatusError(415, f"the body of the request was in an unknown format - accepted media types "
                                    f"include: application/json-patch+json, application/merge-patch+json, "

@@ -81,6 +81,8 @@ class WorkQueue:
         self._waiting: dict[str, tuple[float, asyncio.TimerHandle]] = {}
         self._getters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     def __len__(self) -> int:
         """Keys waiting to be processed (the `workqueue_depth` metric)."""
@@ -100,10 +102,21 @@ class WorkQueue:
         """True when nothing is queued, processing, or waiting for a delay."""
         return not self._queue and not self._processing and not self._waiting
 
+    def _update_idle(self) -> None:
+        if self.idle:
+            self._idle.set()
+        else:
+            self._idle.clear()
+
+    async def wait_idle(self) -> None:
+        """Wait until nothing is queued, processing or waiting for a delay."""
+        await self._idle.wait()
+
     def add(self, key: str) -> None:
         """Queue `key` unless it is already queued (a key being processed is queued again after)."""
         if self._shutting_down or key in self._dirty:
             return
+        self._idle.clear()
         self._dirty.add(key)
         if key in self._processing:
             return
@@ -134,6 +147,7 @@ class WorkQueue:
                 return
             pending[1].cancel()
         self._waiting[key] = (at, loop.call_at(at, self._fire, key))
+        self._idle.clear()
 
     def _fire(self, key: str) -> None:
         self._waiting.pop(key, None)
@@ -179,6 +193,7 @@ class WorkQueue:
         if key in self._dirty:
             self._queue.append(key)
             self._wake_one()
+        self._update_idle()
 
     def shutdown(self) -> None:
         """Stop accepting keys and wake every waiting worker (they get ShutDown once the queue is empty)."""
@@ -188,6 +203,7 @@ class WorkQueue:
         self._waiting.clear()
         self._queue.clear()
         self._dirty.clear()
+        self._update_idle()
         while self._getters:
             fut = self._getters.popleft()
             if not fut.done():

@@ -1,0 +1,106 @@
+"""Shared fixtures: two embedded API servers (host and virtual) over real HTTP, clients for them, and
+a helper that runs the syncer in-process against them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from syncer.config.model import parse_config
+from syncer.embedded.apiserver import EmbeddedAPIServer
+from syncer.kube.client import KubeClient
+from syncer.kube.resources import NAMESPACES, RUNTIMECLASSES
+from syncer.kube.wait import wait_for
+from syncer.manager import Options, Syncer
+
+Obj = dict[str, Any]
+HOST_NS = "vc-test"
+VCLUSTER = "test"
+
+
+@dataclass
+class Clusters:
+    """The two API servers, kubeconfig paths, and clients for them (the test's own view)."""
+
+    host_server: EmbeddedAPIServer
+    virtual_server: EmbeddedAPIServer
+    host_kubeconfig: Path
+    virtual_kubeconfig: Path
+    host: KubeClient
+    virtual: KubeClient
+
+
+@pytest.fixture
+async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
+    async with EmbeddedAPIServer("host", bookmark_interval=0.5) as hs, \
+            EmbeddedAPIServer("virtual", runtime_class_admission=False, bookmark_interval=0.5) as vs:
+        hk = hs.write_kubeconfig(tmp_path / "host.kubeconfig", HOST_NS)
+        vk = vs.write_kubeconfig(tmp_path / "virtual.kubeconfig")
+        host = await KubeClient.from_kubeconfig(str(hk), "host")
+        virtual = await KubeClient.from_kubeconfig(str(vk), "virtual")
+        await host.create(NAMESPACES, {"metadata": {"name": HOST_NS}})
+        try:
+            yield Clusters(hs, vs, hk, vk, host, virtual)
+        finally:
+            await host.close()
+            await virtual.close()
+
+
+def rc_config(selector: Obj | None = None, enabled: bool = True, **extra: Any) -> Obj:
+    """A vcluster.yaml document enabling RuntimeClass sync with `selector`."""
+    rc: Obj = {"enabled": enabled}
+    if selector is not None:
+        rc["selector"] = selector
+    doc: Obj = {"sync": {"fromHost": {"runtimeClasses": rc}}}
+    for k, v in extra.items():
+        doc[k] = v
+    return doc
+
+
+@contextlib.asynccontextmanager
+async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIterator[Syncer]:
+    """Run a Syncer in-process against `c` until the block ends; yields once it is ready."""
+    config = parse_config(document)
+    host = await KubeClient.from_kubeconfig(str(c.host_kubeconfig), "host")
+    virtual = await KubeClient.from_kubeconfig(str(c.virtual_kubeconfig), "virtual")
+    syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS,
+                                                   watch_timeout=options.pop("watch_timeout", 30), **options))
+    stop = asyncio.Event()
+    task = asyncio.create_task(syncer.run(stop))
+    try:
+        await asyncio.wait_for(syncer.ready_event.wait(), 15)
+        yield syncer
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)
+        await host.close()
+        await virtual.close()
+
+
+def rc(name: str, handler: str | None = None, labels: dict[str, str] | None = None, **fields: Any) -> Obj:
+    """A RuntimeClass manifest."""
+    meta: Obj = {"name": name}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": meta,
+            "handler": handler or name, **fields}
+
+
+def pod(name: str, runtime_class: str | None = None, namespace: str = "default", **spec: Any) -> Obj:
+    """A Pod manifest with one container."""
+    s: Obj = {"containers": [{"name": "app", "image": "nginx:1.27"}], **spec}
+    if runtime_class is not None:
+        s["runtimeClassName"] = runtime_class
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": s}
+
+
+async def virtual_rc_names(c: Clusters, predicate: Callable[[set[str]], bool], what: str) -> set[str]:
+    """Wait until the set of virtual RuntimeClass names satisfies `predicate`; return it."""
+    objs = await wait_for(c.virtual, RUNTIMECLASSES, lambda o: predicate(set(o)), timeout=10, what=what)
+    return set(objs)

@@ -1,0 +1,213 @@
+"""The embedded API server behaves as the syncer and kubectl expect a kube-apiserver to behave
+(test-apiserver.md), checked through the real client over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from syncer.kube.client import ApiError, KubeClient, WatchEvent
+from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES
+from tests.conftest import Clusters, pod, rc
+
+
+async def collect(client: KubeClient, res, rv: str, n: int, **kw) -> list[WatchEvent]:  # type: ignore[no-untyped-def]
+    out: list[WatchEvent] = []
+
+    async def run() -> None:
+        async for ev in client.watch(res, rv, timeout_seconds=10, **kw):
+            out.append(ev)
+            if len(out) >= n:
+                return
+
+    await asyncio.wait_for(run(), 10)
+    return out
+
+
+async def test_list_has_kind_and_resource_version(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc"))
+    listed = await clusters.host.list(RUNTIMECLASSES)
+    assert listed["kind"] == "RuntimeClassList" and listed["apiVersion"] == "node.k8s.io/v1"
+    assert int(listed["metadata"]["resourceVersion"]) >= int(listed["items"][0]["metadata"]["resourceVersion"])
+
+
+async def test_create_get_conflicts_and_not_found(clusters: Clusters) -> None:
+    h = clusters.host
+    created = await h.create(RUNTIMECLASSES, rc("gvisor", "runsc"))
+    meta = created["metadata"]
+    assert meta["uid"] and meta["creationTimestamp"] and meta["generation"] == 1
+    with pytest.raises(ApiError) as err:
+        await h.create(RUNTIMECLASSES, rc("gvisor", "runsc"))
+    assert err.value.already_exists and err.value.message == 'runtimeclasses.node.k8s.io "gvisor" already exists'
+    with pytest.raises(ApiError) as err:
+        await h.get(RUNTIMECLASSES, "nope")
+    assert err.value.not_found and err.value.message == 'runtimeclasses.node.k8s.io "nope" not found'
+    stale = dict(created, metadata={**meta, "labels": {"a": "b"}})
+    await h.replace(RUNTIMECLASSES, stale)
+    with pytest.raises(ApiError) as err:
+        await h.replace(RUNTIMECLASSES, stale)  # same (now stale) resourceVersion
+    assert err.value.conflict
+    with pytest.raises(ApiError) as err:
+        await h.patch(RUNTIMECLASSES, "gvisor", {"handler": "other"})
+    assert err.value.status == 422 and "field is immutable" in err.value.message
+
+
+async def test_generate_name_and_missing_namespace(clusters: Clusters) -> None:
+    p = pod("")
+    p["metadata"] = {"generateName": "web-"}
+    created = await clusters.virtual.create(PODS, p, "default")
+    assert created["metadata"]["name"].startswith("web-") and len(created["metadata"]["name"]) == 9
+    with pytest.raises(ApiError) as err:
+        await clusters.virtual.create(PODS, pod("x", namespace="missing"), "missing")
+    assert err.value.not_found and 'namespaces "missing" not found' in err.value.message
+
+
+async def test_patch_types(clusters: Clusters) -> None:
+    h = clusters.host
+    await h.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"a": "1", "b": "2"}))
+    out = await h.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"a": None, "c": "3"}}})
+    assert out["metadata"]["labels"] == {"b": "2", "c": "3"}
+    out = await h.patch(RUNTIMECLASSES, "gvisor", [{"op": "add", "path": "/metadata/labels/d", "value": "4"}],
+                        patch_type="json")
+    assert out["metadata"]["labels"]["d"] == "4"
+    with pytest.raises(ApiError) as err:
+        await h.patch(RUNTIMECLASSES, "gvisor", [{"op": "test", "path": "/handler", "value": "x"}], patch_type="json")
+    assert err.value.status == 422
+    applied = await h.patch(RUNTIMECLASSES, "kata", rc("kata", "kata-qemu"), patch_type="apply")
+    assert applied["handler"] == "kata-qemu"
+
+
+async def test_finalizers_hold_deletion(clusters: Clusters) -> None:
+    h = clusters.host
+    obj = rc("gvisor", "runsc")
+    obj["metadata"]["finalizers"] = ["example.com/hold"]
+    await h.create(RUNTIMECLASSES, obj)
+    deleting = await h.delete(RUNTIMECLASSES, "gvisor")
+    assert deleting["metadata"]["deletionTimestamp"]
+    assert (await h.get(RUNTIMECLASSES, "gvisor"))["metadata"]["deletionTimestamp"]
+    await h.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"finalizers": None}})
+    with pytest.raises(ApiError) as err:
+        await h.get(RUNTIMECLASSES, "gvisor")
+    assert err.value.not_found
+
+
+async def test_delete_preconditions(clusters: Clusters) -> None:
+    h = clusters.host
+    await h.create(RUNTIMECLASSES, rc("gvisor", "runsc"))
+    with pytest.raises(ApiError) as err:
+        await h.delete(RUNTIMECLASSES, "gvisor", uid="not-the-uid")
+    assert err.value.conflict and "Precondition failed" in err.value.message
+
+
+async def test_label_and_field_selectors(clusters: Clusters) -> None:
+    h = clusters.host
+    for name, env in (("a", "dev"), ("b", "prod"), ("c", None)):
+        await h.create(RUNTIMECLASSES, rc(name, labels={"env": env} if env else None))
+    names = lambda lst: [o["metadata"]["name"] for o in lst["items"]]  # noqa: E731
+    assert names(await h.list(RUNTIMECLASSES, label_selector="env=dev")) == ["a"]
+    assert names(await h.list(RUNTIMECLASSES, label_selector="env notin (dev)")) == ["b", "c"]
+    assert names(await h.list(RUNTIMECLASSES, label_selector="!env")) == ["c"]
+    assert names(await h.list(RUNTIMECLASSES, field_selector="metadata.name=b")) == ["b"]
+    await clusters.virtual.create(EVENTS, {"metadata": {"name": "e1"}, "involvedObject": {"name": "p", "kind": "Pod"},
+                                           "reason": "X"}, "default")
+    ev = await clusters.virtual.list(EVENTS, "default", field_selector="involvedObject.name=p,involvedObject.kind=Pod")
+    assert names(ev) == ["e1"]
+
+
+async def test_watch_resumes_from_a_resource_version(clusters: Clusters) -> None:
+    h = clusters.host
+    start = (await h.list(RUNTIMECLASSES))["metadata"]["resourceVersion"]
+    await h.create(RUNTIMECLASSES, rc("a"))
+    await h.patch(RUNTIMECLASSES, "a", {"metadata": {"labels": {"x": "y"}}})
+    await h.delete(RUNTIMECLASSES, "a")
+    events = await collect(h, RUNTIMECLASSES, start, 3)
+    assert [e.type for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    rvs = [int(e.object["metadata"]["resourceVersion"]) for e in events]
+    assert rvs == sorted(rvs) and rvs[0] > int(start)
+
+
+async def test_watch_too_old_is_410(clusters: Clusters) -> None:
+    h = clusters.host
+    start = (await h.list(RUNTIMECLASSES))["metadata"]["resourceVersion"]
+    await h.create(RUNTIMECLASSES, rc("a"))
+    clusters.host_server.storage.expire_history()
+    (event,) = await collect(h, RUNTIMECLASSES, start, 1)
+    assert event.type == "ERROR" and event.object["code"] == 410 and event.object["reason"] == "Expired"
+
+
+async def test_watch_selector_transitions_and_bookmarks(clusters: Clusters) -> None:
+    h = clusters.host
+    start = (await h.list(RUNTIMECLASSES))["metadata"]["resourceVersion"]
+    await h.create(RUNTIMECLASSES, rc("a", labels={"env": "prod"}))
+    await h.patch(RUNTIMECLASSES, "a", {"metadata": {"labels": {"env": "dev"}}})
+    await h.patch(RUNTIMECLASSES, "a", {"metadata": {"labels": {"env": "prod"}}})
+    events = await collect(h, RUNTIMECLASSES, start, 3, label_selector="env=dev")
+    assert [e.type for e in events[:2]] == ["ADDED", "DELETED"]
+    assert events[2].type == "BOOKMARK"  # nothing else matches; the server keeps the watcher's rv current
+    assert int(events[2].object["metadata"]["resourceVersion"]) >= int(events[1].object["metadata"]["resourceVersion"])
+
+
+async def test_runtime_class_admission(clusters: Clusters) -> None:
+    h = clusters.host
+    ns = "vc-test"
+    await h.create(RUNTIMECLASSES, rc("gvisor", "runsc", overhead={"podFixed": {"cpu": "50m"}}, scheduling={
+        "nodeSelector": {"sandbox": "gvisor"},
+        "tolerations": [{"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"}]}))
+    with pytest.raises(ApiError) as err:
+        await h.create(PODS, pod("p0", "nope", ns), ns)
+    assert err.value.status == 403
+    assert err.value.message == 'pods "p0" is forbidden: pod rejected: RuntimeClass "nope" not found'
+    created = await h.create(PODS, pod("p1", "gvisor", ns, tolerations=[
+        {"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"}]), ns)
+    assert created["spec"]["overhead"] == {"cpu": "50m"}
+    assert created["spec"]["nodeSelector"] == {"sandbox": "gvisor"}
+    assert len(created["spec"]["tolerations"]) == 1
+    with pytest.raises(ApiError) as err:
+        await h.create(PODS, pod("p2", "gvisor", ns, nodeSelector={"sandbox": "kata"}), ns)
+    assert err.value.message == ('pods "p2" is forbidden: conflict: runtimeClass.scheduling.nodeSelector[sandbox] '
+                                 "= gvisor; pod.spec.nodeSelector[sandbox] = kata")
+    with pytest.raises(ApiError) as err:
+        await h.create(PODS, pod("p3", "gvisor", ns, overhead={"cpu": "1"}), ns)
+    assert "Pod's Overhead doesn't match RuntimeClass's defined Overhead" in err.value.message
+
+
+async def test_pod_spec_is_immutable_except_images(clusters: Clusters) -> None:
+    v = clusters.virtual
+    await v.create(PODS, pod("p"), "default")
+    out = await v.patch(PODS, "p", [{"op": "replace", "path": "/spec/containers/0/image", "value": "nginx:1.28"}],
+                        "default", patch_type="json")
+    assert out["spec"]["containers"][0]["image"] == "nginx:1.28"
+    with pytest.raises(ApiError) as err:
+        await v.patch(PODS, "p", {"spec": {"restartPolicy": "Never"}}, "default")
+    assert err.value.status == 422
+
+
+async def test_status_subresource(clusters: Clusters) -> None:
+    v = clusters.virtual
+    created = await v.create(PODS, pod("p"), "default")
+    assert created["status"]["phase"] == "Pending"
+    out = await v.patch(PODS, "p", {"status": {"phase": "Running"}, "metadata": {"labels": {"x": "y"}}},
+                        "default", subresource="status")
+    assert out["status"]["phase"] == "Running" and "labels" not in out["metadata"]
+    out = await v.patch(PODS, "p", {"status": {"phase": "Failed"}}, "default")
+    assert out["status"]["phase"] == "Running"  # the main resource ignores status
+
+
+async def test_injected_faults(clusters: Clusters) -> None:
+    clusters.host_server.faults.fail(503, verb="list", resource="runtimeclasses", retry_after=2)
+    with pytest.raises(ApiError) as err:
+        await clusters.host.list(RUNTIMECLASSES)
+    assert err.value.status == 503 and err.value.retry_after == 2
+    await clusters.host.list(RUNTIMECLASSES)  # used up
+
+
+async def test_restart_keeps_or_wipes_state(clusters: Clusters) -> None:
+    h = clusters.host
+    await h.create(RUNTIMECLASSES, rc("a"))
+    await clusters.host_server.restart()
+    assert (await h.get(RUNTIMECLASSES, "a"))["handler"] == "a"
+    await clusters.host_server.restart(wipe=True)
+    with pytest.raises(ApiError) as err:
+        await h.get(RUNTIMECLASSES, "a")
+    assert err.value.not_found

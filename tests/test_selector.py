@@ -1,0 +1,107 @@
+"""Label selector semantics and validation messages, as Kubernetes defines them."""
+
+from __future__ import annotations
+
+import pytest
+
+from syncer.config.selector import SelectorError, from_label_selector, parse
+
+
+@pytest.mark.parametrize(("selector", "labels", "expected"), [
+    ({}, {}, True),
+    (None, {"a": "b"}, True),
+    ({"matchLabels": {"environment": "development"}}, {"environment": "development"}, True),
+    ({"matchLabels": {"environment": "development"}}, {"environment": "production"}, False),
+    ({"matchLabels": {"environment": "development"}}, {}, False),
+    ({"matchExpressions": [{"key": "kubernetes.io/runtime.class", "operator": "In", "values": ["gvisor", "youki"]}]},
+     {"kubernetes.io/runtime.class": "youki"}, True),
+    ({"matchExpressions": [{"key": "kubernetes.io/runtime.class", "operator": "In", "values": ["gvisor"]}]},
+     {}, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["prod"]}]}, {}, True),
+    ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["prod"]}]}, {"tier": "prod"}, False),
+    ({"matchExpressions": [{"key": "sandboxed", "operator": "Exists"}]}, {"sandboxed": ""}, True),
+    ({"matchExpressions": [{"key": "sandboxed", "operator": "Exists"}]}, {}, False),
+    ({"matchExpressions": [{"key": "legacy", "operator": "DoesNotExist"}]}, {}, True),
+    ({"matchExpressions": [{"key": "legacy", "operator": "DoesNotExist"}]}, {"legacy": "x"}, False),
+    # matchLabels and expressions are ANDed (the vcluster docs' combined example)
+    ({"matchLabels": {"environment": "development"},
+      "matchExpressions": [{"key": "kubernetes.io/runtime.class", "operator": "In", "values": ["gvisor", "youki"]}]},
+     {"environment": "development", "kubernetes.io/runtime.class": "kata-fc"}, False),
+    ({"matchLabels": {"environment": "development"},
+      "matchExpressions": [{"key": "kubernetes.io/runtime.class", "operator": "In", "values": ["gvisor", "youki"]}]},
+     {"environment": "development", "kubernetes.io/runtime.class": "gvisor"}, True),
+])
+def test_matching(selector: dict | None, labels: dict[str, str], expected: bool) -> None:
+    assert from_label_selector(selector).matches(labels) is expected
+
+
+@pytest.mark.parametrize(("expr", "message", "path"), [
+    ({"key": "a", "operator": "Foo"}, '"Foo" is not a valid label selector operator', "matchExpressions[0].operator"),
+    ({"key": "a", "operator": "In"}, "for 'in', 'notin' operators, values set can't be empty",
+     "matchExpressions[0].values"),
+    ({"key": "a", "operator": "NotIn", "values": []}, "for 'in', 'notin' operators, values set can't be empty",
+     "matchExpressions[0].values"),
+    ({"key": "a", "operator": "Exists", "values": ["x"]}, "values set must be empty for exists and does not exist",
+     "matchExpressions[0].values"),
+    ({"key": "a", "operator": "DoesNotExist", "values": ["x"]},
+     "values set must be empty for exists and does not exist", "matchExpressions[0].values"),
+])
+def test_expression_errors(expr: dict, message: str, path: str) -> None:
+    with pytest.raises(SelectorError) as err:
+        from_label_selector({"matchExpressions": [expr]})
+    assert err.value.reason == message
+    assert err.value.path == path
+
+
+@pytest.mark.parametrize(("key", "fragment"), [
+    ("a" * 64, "name part must be no more than 63 characters"),
+    ("-bad", "name part must consist of alphanumeric characters"),
+    ("Example.com/x", "prefix part a lowercase RFC 1123 subdomain"),
+    ("a/b/c", "a qualified name must consist of alphanumeric characters"),
+    ("/x", "prefix part must be non-empty"),
+])
+def test_invalid_keys(key: str, fragment: str) -> None:
+    with pytest.raises(SelectorError) as err:
+        from_label_selector({"matchLabels": {key: "v"}})
+    assert err.value.reason.startswith(f'invalid label key "{key}": ')
+    assert fragment in err.value.reason
+
+
+@pytest.mark.parametrize("value", ["x" * 64, "-lead", "trail-", "sp ace"])
+def test_invalid_values(value: str) -> None:
+    with pytest.raises(SelectorError) as err:
+        from_label_selector({"matchExpressions": [{"key": "k", "operator": "In", "values": ["ok", value]}]})
+    assert err.value.reason.startswith(f'invalid label value: "{value}": at key: "k": ')
+    assert err.value.path == "matchExpressions[0].values[1]"
+
+
+def test_valid_keys_and_values_are_accepted() -> None:
+    sel = from_label_selector({"matchLabels": {"kubernetes.io/runtime.class": "gvisor", "a_b.c-d": "",
+                                               "x": "A.b_c-9"}})
+    assert sel.matches({"kubernetes.io/runtime.class": "gvisor", "a_b.c-d": "", "x": "A.b_c-9"})
+
+
+@pytest.mark.parametrize(("text", "labels", "expected"), [
+    ("", {"x": "y"}, True),
+    ("a=b", {"a": "b"}, True),
+    ("a==b", {"a": "c"}, False),
+    ("a!=b", {}, True),
+    ("a in (x, y),b", {"a": "y", "b": "1"}, True),
+    ("a notin (x)", {"a": "x"}, False),
+    ("!a", {"a": "x"}, False),
+    ("vcluster.loft.sh/managed-by=test", {"vcluster.loft.sh/managed-by": "test"}, True),
+])
+def test_string_form(text: str, labels: dict[str, str], expected: bool) -> None:
+    assert parse(text).matches(labels) is expected
+
+
+def test_string_form_round_trips() -> None:
+    sel = from_label_selector({"matchLabels": {"e": "d"}, "matchExpressions": [
+        {"key": "k", "operator": "NotIn", "values": ["b", "a"]}, {"key": "x", "operator": "DoesNotExist"}]})
+    assert str(sel) == "e in (d),k notin (a,b),!x"
+    assert parse(str(sel)) == sel
+
+
+def test_string_form_syntax_error() -> None:
+    with pytest.raises(SelectorError):
+        parse("a in x")
