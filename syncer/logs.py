@@ -12,7 +12,7 @@ class JsonFormatter(logging.Formatter):
     """`{"ts", "level", "logger", "msg"[, "error"]}` per record, for log collectors."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out = {"ts": dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds"),
+        out = {"ts": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds"),
                "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage()}
         if record.exc_info:
             out["error"] = self.formatException(record.exc_info)

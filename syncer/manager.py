@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,7 @@ from syncer.controllers import translate
 from syncer.controllers.gate import runtime_class_matches
 from syncer.controllers.pods import PodReconciler
 from syncer.controllers.runtimeclasses import RuntimeClassReconciler
-from syncer.kube.cache import Store, object_key, strip_managed_fields
+from syncer.kube.cache import Store, object_key
 from syncer.kube.client import KubeClient
 from syncer.kube.controller import Controller
 from syncer.kube.events import EventRecorder
@@ -90,6 +91,18 @@ def _pod_changed(old: Obj, new: Obj) -> bool:
     return (old.get("spec") != new.get("spec") or om.get("labels") != nm.get("labels")
             or om.get("annotations") != nm.get("annotations")
             or om.get("deletionTimestamp") != nm.get("deletionTimestamp") or om.get("uid") != nm.get("uid"))
+
+
+async def _wait_or_stop(aw: Awaitable[Any], stop: asyncio.Event) -> bool:
+    """Wait for `aw` unless `stop` is set first (then `aw` is cancelled). True when `aw` finished."""
+    work: asyncio.Future[Any] = asyncio.ensure_future(aw)
+    stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if work.done():
+        return True
+    work.cancel()
+    return False
 
 
 class Syncer:
@@ -213,12 +226,7 @@ class Syncer:
         """Run until `stop` is set."""
         self._tasks = [asyncio.create_task(i.run(stop), name=f"informer {i.name}") for i in self.informers]
         try:
-            synced = asyncio.gather(*(i.synced.wait() for i in self.informers))
-            stopping = asyncio.create_task(stop.wait())
-            await asyncio.wait([synced, stopping], return_when=asyncio.FIRST_COMPLETED)
-            stopping.cancel()
-            if stop.is_set():
-                synced.cancel()
+            if not await _wait_or_stop(asyncio.gather(*(i.synced.wait() for i in self.informers)), stop):
                 return
             self.caches_synced.set()
             log.info("all caches synced: %d virtual pods, %d host pods, %d host and %d virtual runtime classes",
@@ -226,15 +234,9 @@ class Syncer:
             for c in self.controllers:
                 c.start_first_pass(c.queue.queued())
                 self._tasks.append(asyncio.create_task(c.run(stop), name=f"controller {c.name}"))
-            first = asyncio.gather(*(c.first_pass_done.wait() for c in self.controllers))
-            stopping = asyncio.create_task(stop.wait())
-            await asyncio.wait([first, stopping], return_when=asyncio.FIRST_COMPLETED)
-            stopping.cancel()
-            if not stop.is_set():
+            if await _wait_or_stop(asyncio.gather(*(c.first_pass_done.wait() for c in self.controllers)), stop):
                 self.ready_event.set()
                 log.info("first reconcile done; ready")
-            else:
-                first.cancel()
             await stop.wait()
         finally:
             await self._finish()

@@ -150,7 +150,7 @@ async def test_controlled_by_label_leaves_the_name_alone(clusters: Clusters) -> 
         await v.create(RUNTIMECLASSES, rc("virtual-owned", labels={"vcluster.loft.sh/controlled-by": "x"}))
         await virtual_rc_names(clusters, lambda n: "gvisor" in n, "gvisor synced")
         await syncer.wait_idle()
-        names = set((o["metadata"]["name"] for o in (await v.list(RUNTIMECLASSES))["items"]))
+        names = set(o["metadata"]["name"] for o in (await v.list(RUNTIMECLASSES))["items"])
     assert names == {"gvisor", "virtual-owned"}
 
 

@@ -219,7 +219,7 @@ def parse(text: str) -> Selector:
     Raises:
         SelectorError: on a syntax error or an invalid key or value.
     """
-    tokens = [t for t in _TOKEN_RE.findall(text) if t]
+    tokens: list[str] = [t for t in _TOKEN_RE.findall(text) if t]
     reqs: list[Requirement] = []
     pos = 0
 

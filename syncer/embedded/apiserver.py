@@ -47,7 +47,7 @@ _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 def now_rfc3339() -> str:
     """The current UTC time as the API writes timestamps (second precision, `Z`)."""
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -358,8 +358,8 @@ class EmbeddedAPIServer:
                     if namespace is None or ns == namespace] if since is None else [])
         try:
             await resp.prepare(request)
-            for change in initial + backlog:
-                await self._send(resp, res, watcher, change, table)
+            for past in initial + backlog:
+                await self._send(resp, res, watcher, past, table)
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
             while (left := deadline - loop.time()) > 0:

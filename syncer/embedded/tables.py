@@ -93,7 +93,7 @@ def to_table(res: APIResource, objects: list[Obj], resource_version: str, includ
              now: dt.datetime | None = None) -> Obj:
     """Render objects as a Table. `include_object` is the `includeObject` query value
     (`None`, `Object`, default `Metadata`)."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     columns, row_fn = _COLUMNS.get(res.qualified, ([("Name", "string"), ("Age", "string")],
                                                    lambda o, n: [o["metadata"]["name"],
                                                                  _age(o["metadata"].get("creationTimestamp"), n)]))

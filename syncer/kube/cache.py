@@ -71,8 +71,8 @@ class Store:
         """The cached object for a key, or None. Treat it as read-only."""
         return self._items.get(key)
 
-    def keys(self) -> list[str]:
-        """All keys."""
+    def list_keys(self) -> list[str]:
+        """A snapshot of all keys (client-go's ListKeys)."""
         return list(self._items)
 
     def values(self) -> Iterator[Obj]:

@@ -85,7 +85,7 @@ class WatchEvent:
     """One watch event: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, with the raw object dict."""
 
     type: str
-    object: Obj
+    object: Any  # a dict from a well-behaved server; checked by the consumer
 
 
 class KubeClient:
@@ -123,7 +123,7 @@ class KubeClient:
             kubernetes_asyncio.config.ConfigException: not running in a pod.
         """
         cfg = k8s_client.Configuration()
-        k8s_config.load_incluster_config(client_configuration=cfg)
+        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout)
 
     async def close(self) -> None:

@@ -26,7 +26,7 @@ _LRU_SIZE = 4096
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def event_name(obj_name: str, identity: str) -> str:

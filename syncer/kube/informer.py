@@ -48,7 +48,7 @@ class Backoff:
 
     def next(self, at_least: float | None = None) -> float:
         """The next delay; `at_least` (a Retry-After) raises it."""
-        delay = min(self.cap, self.initial * (2 ** self._failures))
+        delay = min(self.cap, self.initial * (2.0 ** self._failures))
         self._failures += 1
         delay *= 1 + random.uniform(0, self.jitter)
         return max(delay, at_least or 0.0)
@@ -141,7 +141,7 @@ class Informer:
             key = self._apply_upsert(raw, listing=True)
             if key is not None:
                 seen.add(key)
-        for key in self.store.keys():
+        for key in self.store.list_keys():
             if key not in seen:
                 old = self.store.delete(key)
                 if old is not None:

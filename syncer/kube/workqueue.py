@@ -33,21 +33,20 @@ class RateLimiter:
     qps: float = 50.0
     burst: int = 300
     _failures: dict[str, int] = field(default_factory=dict)
-    _tokens: float = field(default=-1.0)
+    _tokens: float | None = field(default=None)  # None until first use; negative = reserved ahead
     _last: float = field(default_factory=time.monotonic)
 
     def when(self, key: str) -> float:
         """Seconds to wait before retrying `key`; counts one more failure for it."""
         n = self._failures.get(key, 0)
         self._failures[key] = n + 1
-        per_item = min(self.cap, self.base * (2 ** n))
+        per_item = min(self.cap, self.base * (2.0 ** n))
         return max(per_item, self._bucket_delay())
 
     def _bucket_delay(self) -> float:
         now = time.monotonic()
-        if self._tokens < 0:
-            self._tokens = float(self.burst)
-        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        tokens = float(self.burst) if self._tokens is None else self._tokens
+        self._tokens = min(float(self.burst), tokens + (now - self._last) * self.qps)
         self._last = now
         self._tokens -= 1
         return 0.0 if self._tokens >= 0 else -self._tokens / self.qps

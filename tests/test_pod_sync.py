@@ -1,0 +1,210 @@
+"""Pods virtual -> host behind the RuntimeClass gate: every gate case of behaviour.md section 3,
+host name and metadata translation, events with counts, and re-evaluation when a class changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from syncer.controllers.translate import host_pod_name
+from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES
+from syncer.kube.wait import wait_for
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer
+
+Obj = dict[str, Any]
+DEV = {"matchLabels": {"environment": "development"}}
+SEL = "'sync.fromHost.runtimeClasses.selector'"
+
+
+async def host_pods(c: Clusters, predicate: Any, what: str) -> dict[str, Obj]:
+    objs = await wait_for(c.host, PODS, lambda o: predicate({k.split("/", 1)[1]: v for k, v in o.items()}),
+                          namespace=HOST_NS, timeout=10, what=what)
+    return {k.split("/", 1)[1]: v for k, v in objs.items()}
+
+
+async def warnings_for(c: Clusters, pod_name: str, predicate: Any = bool, what: str = "") -> list[Obj]:
+    """Wait until the SyncWarning/SyncError events of a virtual pod satisfy `predicate`; return them."""
+    def select(objs: dict[str, Obj]) -> list[Obj]:
+        return [e for e in objs.values() if e["involvedObject"]["name"] == pod_name and e["type"] == "Warning"]
+    objs = await wait_for(c.virtual, EVENTS, lambda o: predicate(select(o)), namespace="default", timeout=10,
+                          what=what or f"warning events on {pod_name}")
+    return select(objs)
+
+
+def hname(name: str, ns: str = "default") -> str:
+    return host_pod_name(name, ns, VCLUSTER)
+
+
+async def test_matching_class_syncs_with_translated_metadata(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"},
+                                                  overhead={"podFixed": {"cpu": "50m"}}))
+    async with running_syncer(clusters, rc_config(DEV)):
+        p = pod("web", "gvisor", labels=None)
+        p["metadata"]["labels"] = {"app": "web"}
+        p["metadata"]["annotations"] = {"note": "x"}
+        p["spec"]["serviceAccountName"] = "builder"
+        p["spec"]["volumes"] = [{"name": "kube-api-access-abcde", "projected": {"sources": []}}]
+        p["spec"]["containers"][0]["volumeMounts"] = [{"name": "kube-api-access-abcde", "mountPath": "/var/run"}]
+        vpod = await clusters.virtual.create(PODS, p, "default")
+        pods = await host_pods(clusters, lambda o: "web-x-default-x-test" in o, "host pod for web")
+    hp = pods["web-x-default-x-test"]
+    assert hp["metadata"]["labels"] == {"app": "web", "vcluster.loft.sh/managed-by": VCLUSTER,
+                                        "vcluster.loft.sh/namespace": "default"}
+    ann = hp["metadata"]["annotations"]
+    assert ann["note"] == "x" and ann["vcluster.loft.sh/object-name"] == "web"
+    assert ann["vcluster.loft.sh/object-namespace"] == "default"
+    assert ann["vcluster.loft.sh/object-uid"] == vpod["metadata"]["uid"]
+    assert ann["vcluster.loft.sh/object-kind"]
+    spec = hp["spec"]
+    assert spec["runtimeClassName"] == "gvisor" and spec["overhead"] == {"cpu": "50m"}  # host admission ran
+    assert spec["automountServiceAccountToken"] is False and "serviceAccountName" not in spec
+    assert "volumes" not in spec and "volumeMounts" not in spec["containers"][0]
+
+
+async def test_pod_without_runtime_class_syncs(clusters: Clusters) -> None:
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("plain"), "default")
+        await host_pods(clusters, lambda o: hname("plain") in o, "plain synced")
+
+
+async def test_missing_class_is_refused_with_not_found(clusters: Clusters) -> None:
+    async with running_syncer(clusters, rc_config(DEV)) as syncer:
+        await clusters.virtual.create(PODS, pod("wasm", "wasm"), "default")
+        (event,) = await warnings_for(clusters, "wasm")
+        await syncer.wait_idle()
+        assert not (await clusters.host.list(PODS, HOST_NS))["items"]
+    assert event["reason"] == "SyncWarning"
+    assert event["message"] == ('did not sync pod "wasm" to host because the runtime class "wasm" couldn\'t be '
+                                'reached in the host: runtimeclasses.node.k8s.io "wasm" not found')
+    assert event["source"] == {"component": "pod-syncer"} and event["reportingComponent"] == "pod-syncer"
+    assert event["reportingInstance"].startswith("pod-syncer-") and event["action"] == "SyncPod"
+    assert event["involvedObject"]["kind"] == "Pod" and event["involvedObject"]["uid"]
+    assert event["count"] == 1 and event["firstTimestamp"] and event["lastTimestamp"]
+
+
+async def test_class_being_deleted_is_refused(clusters: Clusters) -> None:
+    doomed = rc("kata", labels={"environment": "development"})
+    doomed["metadata"]["finalizers"] = ["example.com/drain"]
+    await clusters.host.create(RUNTIMECLASSES, doomed)
+    await clusters.host.delete(RUNTIMECLASSES, "kata")  # held by the finalizer
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("vm", "kata"), "default")
+        (event,) = await warnings_for(clusters, "vm")
+    assert event["message"] == ('did not sync pod "vm" to host because the runtime class "kata" couldn\'t be '
+                                "reached in the host: runtime class is being deleted")
+
+
+async def test_non_matching_class_is_refused(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("kata-qemu", labels={"environment": "production"}))
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("vm", "kata-qemu"), "default")
+        (event,) = await warnings_for(clusters, "vm")
+    assert event["message"] == (f'did not sync pod "vm" to host because the runtime class "kata-qemu" in the host '
+                                f"does not match the selector under {SEL}")
+
+
+async def test_unevaluable_labels_are_refused(clusters: Clusters) -> None:
+    # A real API server never returns such labels; bad input must still give a clear refusal.
+    await clusters.host.create(RUNTIMECLASSES, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                                                "metadata": {"name": "odd", "labels": {"environment": 7}},
+                                                "handler": "odd"})
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("p", "odd"), "default")
+        (event,) = await warnings_for(clusters, "p")
+    assert event["message"].startswith(f'did not sync pod "p" to host because the runtime class "odd" in the host '
+                                       f"could not be checked against the selector under {SEL}: ")
+
+
+async def test_disabled_feature_or_empty_selector_does_not_gate(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("kata-qemu", labels={"environment": "production"}))
+    async with running_syncer(clusters, rc_config(DEV, enabled=False)):
+        await clusters.virtual.create(PODS, pod("a", "kata-qemu"), "default")
+        await host_pods(clusters, lambda o: hname("a") in o, "a synced with the feature disabled")
+    async with running_syncer(clusters, rc_config(None)):
+        await clusters.virtual.create(PODS, pod("b", "kata-qemu"), "default")
+        await host_pods(clusters, lambda o: hname("b") in o, "b synced with no selector")
+
+
+async def test_refused_pod_has_one_event_whose_count_rises(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("kata-qemu", labels={"environment": "production"}))
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("vm", "kata-qemu"), "default")
+        await warnings_for(clusters, "vm", lambda evs: len(evs) == 1)
+        await clusters.virtual.patch(PODS, "vm", {"metadata": {"labels": {"retry": "1"}}}, "default")
+        events = await warnings_for(clusters, "vm", lambda evs: evs and evs[0]["count"] == 2, "count 2")
+        await clusters.virtual.patch(PODS, "vm", {"metadata": {"labels": {"retry": "2"}}}, "default")
+        events = await warnings_for(clusters, "vm", lambda evs: evs and evs[0]["count"] == 3, "count 3")
+    assert len(events) == 1
+
+
+async def test_event_count_survives_a_syncer_restart(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("kata-qemu", labels={"environment": "production"}))
+    await clusters.virtual.create(PODS, pod("vm", "kata-qemu"), "default")
+    async with running_syncer(clusters, rc_config(DEV)):
+        await warnings_for(clusters, "vm", lambda evs: len(evs) == 1)
+    async with running_syncer(clusters, rc_config(DEV)):
+        events = await warnings_for(clusters, "vm", lambda evs: evs and evs[0]["count"] == 2, "count 2")
+    assert len(events) == 1
+
+
+async def test_refused_pod_syncs_when_its_class_is_relabelled(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("kata-fc", labels={"environment": "production"}))
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("vm", "kata-fc"), "default")
+        await warnings_for(clusters, "vm")
+        await clusters.host.patch(RUNTIMECLASSES, "kata-fc", {"metadata": {"labels": {"environment": "development"}}})
+        pods = await host_pods(clusters, lambda o: hname("vm") in o, "vm synced after relabel")
+    assert pods[hname("vm")]["spec"]["runtimeClassName"] == "kata-fc"
+
+
+async def test_refused_pod_syncs_when_its_class_appears(clusters: Clusters) -> None:
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("late", "youki"), "default")
+        await warnings_for(clusters, "late")
+        await clusters.host.create(RUNTIMECLASSES, rc("youki", labels={"environment": "development"}))
+        await host_pods(clusters, lambda o: hname("late") in o, "late synced once youki exists")
+
+
+async def test_updates_flow_to_the_host_and_deletes_follow(clusters: Clusters) -> None:
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web synced")
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"version": "2"}}}, "default")
+        await clusters.virtual.patch(PODS, "web", [{"op": "replace", "path": "/spec/containers/0/image",
+                                                    "value": "nginx:1.28"}], "default", patch_type="json")
+        pods = await host_pods(clusters, lambda o: hname("web") in o and o[hname("web")]["spec"]["containers"][0][
+            "image"] == "nginx:1.28" and o[hname("web")]["metadata"]["labels"].get("version") == "2", "web updated")
+        assert pods[hname("web")]["metadata"]["labels"]["vcluster.loft.sh/managed-by"] == VCLUSTER
+        await clusters.virtual.delete(PODS, "web", "default")
+        await host_pods(clusters, lambda o: hname("web") not in o, "host pod deleted with the virtual pod")
+
+
+async def test_long_names_are_hashed_like_vcluster(clusters: Clusters) -> None:
+    name = "a-very-long-pod-name-that-goes-on-and-on-and-on-for-a-while"
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod(name), "default")
+        pods = await host_pods(clusters, lambda o: len(o) == 1, "long-named pod synced")
+    (host_name,) = pods
+    assert len(host_name) == 63 and host_name == hname(name)
+    assert host_name.startswith(f"{name}-x-default-x-test"[:52] + "-")
+
+
+async def test_host_pod_of_another_owner_is_left_alone(clusters: Clusters) -> None:
+    squatter = pod(hname("web"), namespace=HOST_NS)
+    squatter["metadata"]["labels"] = {"owner": "someone-else"}
+    created = await clusters.host.create(PODS, squatter, HOST_NS)
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        (event,) = await warnings_for(clusters, "web")
+        after = await clusters.host.get(PODS, hname("web"), HOST_NS)
+    assert event["reason"] == "SyncError" and "is not managed by vcluster" in event["message"]
+    assert after["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_host_rejection_becomes_a_sync_error_event(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"},
+                                                  scheduling={"nodeSelector": {"sandbox": "gvisor"}}))
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("clash", "gvisor", nodeSelector={"sandbox": "kata"}), "default")
+        (event,) = await warnings_for(clusters, "clash")
+    assert event["reason"] == "SyncError"
+    assert "conflict: runtimeClass.scheduling.nodeSelector[sandbox] = gvisor" in event["message"]
