@@ -105,3 +105,11 @@ def test_unreadable_and_unparsable_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(lst)
     assert err.value.errors == ["invalid config: the document must be a mapping, not list"]
+
+
+def test_generated_schema_and_defaults_are_current() -> None:
+    from syncer.config.schema import render
+
+    for name, text in render().items():
+        committed = (EXAMPLES.parent / "config" / name).read_text()
+        assert committed == text, f"config/{name} is stale: run `python -m syncer.config.schema`"
