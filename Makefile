@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check syncer tests bench
+	$(BIN)/ruff check syncer tests $(wildcard bench)
 	$(BIN)/mypy
 
 soak: $(STAMP)
