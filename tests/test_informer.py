@@ -1,0 +1,96 @@
+"""The reflector: list then watch, resume after a cut without re-listing, re-list on 410, reconnect
+after the API server restarts, skip malformed objects."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from syncer.kube.cache import Store
+from syncer.kube.informer import Backoff, Handlers, Informer
+from syncer.kube.resources import RUNTIMECLASSES
+from tests.conftest import Clusters, rc
+
+
+class Seen(list[tuple[str, str]]):
+    """Handler calls as (verb, name), with an event set on every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = asyncio.Event()
+
+    def note(self, verb: str, obj: dict) -> None:  # type: ignore[type-arg]
+        self.append((verb, obj["metadata"]["name"]))
+        self.changed.set()
+
+    async def until(self, *wanted: tuple[str, str]) -> None:
+        async def wait() -> None:
+            while not all(w in self for w in wanted):
+                self.changed.clear()
+                await self.changed.wait()
+        try:
+            await asyncio.wait_for(wait(), 5)
+        except TimeoutError:
+            raise AssertionError(f"handlers never saw {wanted}; saw {list(self)}") from None
+
+
+@contextlib.asynccontextmanager
+async def informer(c: Clusters) -> AsyncIterator[tuple[Informer, Seen]]:
+    seen = Seen()
+    inf = Informer(c.host, RUNTIMECLASSES, Store(), watch_timeout=30, backoff=Backoff(initial=0.05, cap=0.2))
+    inf.add_handlers(Handlers(on_add=lambda o: seen.note("add", o), on_update=lambda o, n: seen.note("update", n),
+                              on_delete=lambda o: seen.note("delete", o)))
+    stop = asyncio.Event()
+    task = asyncio.create_task(inf.run(stop))
+    await asyncio.wait_for(inf.synced.wait(), 5)
+    try:
+        yield inf, seen
+    finally:
+        stop.set()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_cut_watches_resume_without_relist(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("a"))
+    async with informer(clusters) as (inf, seen):
+        assert inf.store.get("a") is not None and inf.lists == 1
+        clusters.host_server.storage.close_watches()
+        await clusters.host.create(RUNTIMECLASSES, rc("b"))
+        await seen.until(("add", "b"))
+        assert inf.lists == 1
+
+
+async def test_expired_history_relists_and_reports_only_differences(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("a"))
+    await clusters.host.create(RUNTIMECLASSES, rc("gone"))
+    async with informer(clusters) as (inf, seen):
+        seen.clear()
+        clusters.host_server.storage.expire_history()
+        clusters.host_server.storage.close_watches()
+        clusters.host_server.faults.delay(0.2, verb="watch", resource="runtimeclasses")  # changes land meanwhile
+        await clusters.host.delete(RUNTIMECLASSES, "gone")
+        await clusters.host.create(RUNTIMECLASSES, rc("new"))
+        clusters.host_server.storage.expire_history()
+        await seen.until(("add", "new"), ("delete", "gone"))
+        assert inf.lists == 2 and inf.store.get("gone") is None
+        assert ("add", "a") not in seen and ("update", "a") not in seen  # unchanged: no event
+
+
+async def test_reconnects_after_the_server_restarts(clusters: Clusters) -> None:
+    async with informer(clusters) as (inf, seen):
+        await clusters.host_server.stop()
+        await clusters.host_server.start()
+        await clusters.host.create(RUNTIMECLASSES, rc("after-restart"))
+        await seen.until(("add", "after-restart"))
+        assert inf.store.get("after-restart") is not None
+
+
+async def test_objects_without_a_name_are_skipped(clusters: Clusters) -> None:
+    async with informer(clusters) as (inf, seen):
+        clusters.host_server.storage.write(RUNTIMECLASSES, {"metadata": {"name": ""}, "handler": "x"}, None)
+        await clusters.host.create(RUNTIMECLASSES, rc("fine"))
+        await seen.until(("add", "fine"))
+        assert len(inf.store) == 1
