@@ -1,6 +1,7 @@
 """`runtimeclass-syncer demo`: the whole main job on the embedded default, no cluster needed.
 
-It starts a host and a virtual API server in-process (real HTTP), writes their kubeconfigs to a folder
+It starts a host and a virtual API server in-process (real HTTP) and a stand-in kubelet for the host,
+writes their kubeconfigs to a folder
 it prints, creates the example host RuntimeClasses, runs the syncer with the example vcluster.yaml,
 creates a RuntimeClass locally in the virtual cluster (which the syncer removes) and the example
 tenant pods, waits (by watching, not polling) until every pod is synced or refused, prints what
@@ -23,8 +24,9 @@ import yaml
 
 from syncer import logs
 from syncer.config.model import ConfigError, SyncerConfig, load_config
-from syncer.controllers import gate, translate
+from syncer.controllers import gate, references, translate
 from syncer.embedded.apiserver import EmbeddedAPIServer
+from syncer.embedded.kubelet import FakeKubelet
 from syncer.kube.client import KubeClient
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
@@ -59,6 +61,7 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
         stop = asyncio.Event()
         syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NAMESPACE))
         task = asyncio.create_task(syncer.run(stop))
+        kubelet = asyncio.create_task(FakeKubelet(host, HOST_NAMESPACE).run(stop))
         try:
             await host.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                            "metadata": {"name": HOST_NAMESPACE}})
@@ -80,6 +83,7 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
         finally:
             stop.set()
             await task
+            await kubelet
             await host.close()
             await virtual.close()
     return 0
@@ -96,15 +100,20 @@ async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: Embe
     allowed: list[str] = []
     for pod in pods:
         name = pod["metadata"]["name"]
-        decision = gate.evaluate(config, {**pod, "metadata": {**pod["metadata"], "namespace": "default"}},
-                                 rcs_by_name.get((pod.get("spec") or {}).get("runtimeClassName") or ""))
-        if decision.allowed:
-            allowed.append(name)
-        else:
+        rcn = (pod.get("spec") or {}).get("runtimeClassName") or ""
+        decision = gate.evaluate(config, name, rcn, rcs_by_name.get(rcn))
+        if not decision.allowed:
             refused[name] = decision.message
+        elif references.virtual_only_references(pod):
+            refused[name] = references.refusal_reason(references.virtual_only_references(pod))
+        else:
+            allowed.append(name)
     host_names = {translate.host_pod_name(n, "default", VCLUSTER): n for n in allowed}
     host_pods = await wait_for(host, PODS, lambda objs: {k.split("/", 1)[1] for k in objs} >= set(host_names),
                                namespace=HOST_NAMESPACE, what="allowed pods on the host")
+    running = await wait_for(virtual, PODS, lambda objs: all(
+        (objs.get(f"default/{n}") or {}).get("status", {}).get("phase") == "Running" for n in allowed),
+        namespace="default", what="allowed pods Running in the virtual cluster")
     events = await wait_for(virtual, EVENTS, lambda objs: {e["involvedObject"]["name"] for e in objs.values()
                                                            if e.get("reason") == "SyncWarning"} >= set(refused),
                             namespace="default", what="SyncWarning events on refused pods")
@@ -137,11 +146,13 @@ async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: Embe
         else:
             hname = translate.host_pod_name(name, "default", VCLUSTER)
             hp = host_pods[f"{HOST_NAMESPACE}/{hname}"]
+            vp = running[f"default/{name}"]
             extra = ""
             if hp["spec"].get("overhead"):
                 extra = "  overhead " + ",".join(f"{k}={v}" for k, v in hp["spec"]["overhead"].items())
             w(f"  SYNCED   default/{name:<{pwidth}}  runtime class {rcn:<9} -> host pod {HOST_NAMESPACE}/{hname}"
-              f"{extra}\n")
+              f"{extra}\n           {vp['status']['phase']} on {vp['spec'].get('nodeName')}, "
+              f"IP {vp['status'].get('podIP')}\n")
     kv, kh = workdir / "virtual.kubeconfig", workdir / "host.kubeconfig"
     w("\nTry it (another terminal):\n")
     w(f"  kubectl --kubeconfig {kv} get runtimeclasses\n")

@@ -136,7 +136,7 @@ class Syncer:
         self.pod_reconciler = PodReconciler(
             config, vcluster_name=options.vcluster_name, host_namespace=options.host_namespace,
             virtual_pods=self.virtual_pods, host_pods=self.host_pods, host_rcs=self.host_rcs, host=host,
-            recorder=self.recorder, metrics=m)
+            virtual=virtual, recorder=self.recorder, metrics=m)
         self.rc_reconciler = RuntimeClassReconciler(config, self.host_rcs, self.virtual_rcs, virtual)
 
         wt = options.watch_timeout

@@ -203,8 +203,12 @@ async def test_host_pod_of_another_owner_is_left_alone(clusters: Clusters) -> No
 async def test_host_rejection_becomes_a_sync_error_event(clusters: Clusters) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"},
                                                   scheduling={"nodeSelector": {"sandbox": "gvisor"}}))
-    async with running_syncer(clusters, rc_config(DEV)):
+    async with running_syncer(clusters, rc_config(DEV)) as syncer:
         await clusters.virtual.create(PODS, pod("clash", "gvisor", nodeSelector={"sandbox": "kata"}), "default")
         (event,) = await warnings_for(clusters, "clash")
+        await warnings_for(clusters, "clash", lambda evs: evs[0]["count"] >= 3, "two retries")
+        # retried with growing per-key backoff, not in a hot loop
+        assert syncer.pod_queue.num_requeues("default/clash") >= 3
+        assert syncer.pod_queue.rate_limiter.when("probe") < syncer.pod_queue.rate_limiter.when("default/clash")
     assert event["reason"] == "SyncError"
     assert "conflict: runtimeClass.scheduling.nodeSelector[sandbox] = gvisor" in event["message"]

@@ -20,12 +20,18 @@ SELECTOR_PATH = "sync.fromHost.runtimeClasses.selector"
 
 @dataclass(frozen=True)
 class GateDecision:
-    """`allowed`, or refused with `message` (the SyncWarning text). `runtime_class` is the class the
-    pod names ("" when none)."""
+    """`allowed`, or refused because of `reason` (e.g. `the runtime class "x" in the host does not
+    match ...`). `runtime_class` is the class the pod names ("" when none)."""
 
     allowed: bool
     runtime_class: str = ""
-    message: str = ""
+    reason: str = ""
+    pod: str = ""
+
+    @property
+    def message(self) -> str:
+        """The SyncWarning text: `did not sync pod "<pod>" to host because <reason>` ("" when allowed)."""
+        return f'did not sync pod "{self.pod}" to host because {self.reason}' if self.reason else ""
 
 
 def runtime_class_matches(config: SyncerConfig, host_rc: Obj) -> bool:
@@ -40,26 +46,24 @@ def _is_string_map(value: Any) -> bool:
     return isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
 
 
-def evaluate(config: SyncerConfig, vpod: Obj, host_rc: Obj | None) -> GateDecision:
-    """Decide whether `vpod` may sync, given the host RuntimeClass it names (None when missing).
-
-    `host_rc` must be the host object named by the pod's `spec.runtimeClassName` (the caller looks it
-    up in the host RuntimeClass cache).
-    """
-    pod = vpod["metadata"]["name"]
-    rc_name = (vpod.get("spec") or {}).get("runtimeClassName") or ""
+def evaluate(config: SyncerConfig, pod_name: str, rc_name: str, host_rc: Obj | None) -> GateDecision:
+    """Decide whether pod `pod_name`, naming runtime class `rc_name` ("" = none), may sync, given the host
+    RuntimeClass of that name (None when the host has none)."""
     if not config.enabled or config.selector.empty or not rc_name:
-        return GateDecision(True, rc_name)
-    prefix = f'did not sync pod "{pod}" to host because the runtime class "{rc_name}"'
+        return GateDecision(True, rc_name, pod=pod_name)
+    subject = f'the runtime class "{rc_name}"'
+
+    def refuse(reason: str) -> GateDecision:
+        return GateDecision(False, rc_name, reason, pod_name)
+
     if host_rc is None:
-        return GateDecision(False, rc_name, f"{prefix} couldn't be reached in the host: "
-                                            f'runtimeclasses.node.k8s.io "{rc_name}" not found')
+        return refuse(f'{subject} couldn\'t be reached in the host: runtimeclasses.node.k8s.io "{rc_name}" not found')
     if (host_rc.get("metadata") or {}).get("deletionTimestamp"):
-        return GateDecision(False, rc_name, f"{prefix} couldn't be reached in the host: runtime class is being deleted")
+        return refuse(f"{subject} couldn't be reached in the host: runtime class is being deleted")
     labels = (host_rc.get("metadata") or {}).get("labels")
     if labels is not None and not _is_string_map(labels):
-        return GateDecision(False, rc_name, f"{prefix} in the host could not be checked against the selector under "
-                                            f"'{SELECTOR_PATH}': metadata.labels is not a map of strings")
+        return refuse(f"{subject} in the host could not be checked against the selector under '{SELECTOR_PATH}': "
+                      "metadata.labels is not a map of strings")
     if not config.selector.matches(labels):
-        return GateDecision(False, rc_name, f"{prefix} in the host does not match the selector under '{SELECTOR_PATH}'")
-    return GateDecision(True, rc_name)
+        return refuse(f"{subject} in the host does not match the selector under '{SELECTOR_PATH}'")
+    return GateDecision(True, rc_name, pod=pod_name)

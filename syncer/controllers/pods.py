@@ -1,23 +1,33 @@
 """The Pod reconciler, virtual -> host, behind the RuntimeClass gate (behaviour.md section 3).
 
-For a virtual pod key `namespace/name` it:
-- deletes the host pod it owns when the virtual pod is gone;
-- checks the gate before every create or update on the host; a refused pod gets a Warning
-  `SyncWarning` event (repeats raise its count) and nothing is written to the host. An already synced
-  pod whose class went away therefore stays where it is and stops receiving updates (orphan);
-- creates the host pod, or patches the synced fields that may change (labels, annotations, images);
-- turns a host-side rejection (403/422, e.g. RuntimeClass admission) into a Warning `SyncError`
-  event with the host's message, and retries with backoff;
-- never touches a host pod that does not carry its managed-by label and object annotations.
+For a virtual pod key `namespace/name`, comparing the virtual pod with the host pod it owns:
+
+| virtual pod          | host pod           | action                                                        |
+|----------------------|--------------------|---------------------------------------------------------------|
+| gone                 | ours, class allowed| delete the host pod                                           |
+| gone                 | ours, orphaned     | leave it (the user deletes it on the host); log               |
+| being deleted        | none               | finish: delete the virtual pod with grace 0                   |
+| being deleted        | ours, orphaned     | leave both; Orphaned event says what to do                    |
+| being deleted        | ours               | delete the host pod with the virtual pod's grace period       |
+| exists, was started  | none               | the host pod vanished: delete the virtual pod (as vcluster)   |
+| exists               | none               | gate, then virtual-only references, then create (or refuse)   |
+| exists, orphaned     | ours               | no updates; Orphaned event                                    |
+| exists               | ours               | patch labels/annotations/images; copy status back; bind node  |
+
+A refusal is a Warning `SyncWarning` event on the virtual pod (repeats raise its count); nothing is
+written to the host. A host-side rejection (403/422/400, e.g. RuntimeClass admission) is a Warning
+`SyncError` event with the host's message and a retry with backoff. A host pod that does not carry
+this vcluster's managed-by label and object annotations is never touched.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from syncer.config.model import SyncerConfig
-from syncer.controllers import gate, translate
+from syncer.controllers import gate, references, translate
 from syncer.kube.cache import Store, split_key
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.controller import ReconcileError
@@ -45,13 +55,13 @@ class PodReconciler:
         virtual_pods: cache of virtual pods (key `ns/name`).
         host_pods: cache of host pods in `host_namespace` carrying our managed-by label.
         host_rcs: cache of host RuntimeClasses (key = name), for the gate.
-        host: client for the host cluster.
+        host, virtual: clients for the two clusters.
         recorder: writes events on virtual pods.
         metrics: pods synced/refused counters.
     """
 
     def __init__(self, config: SyncerConfig, *, vcluster_name: str, host_namespace: str, virtual_pods: Store,
-                 host_pods: Store, host_rcs: Store, host: KubeClient, recorder: EventRecorder,
+                 host_pods: Store, host_rcs: Store, host: KubeClient, virtual: KubeClient, recorder: EventRecorder,
                  metrics: Metrics) -> None:
         self.config = config
         self.vcluster_name = vcluster_name
@@ -60,6 +70,7 @@ class PodReconciler:
         self.host_pods = host_pods
         self.host_rcs = host_rcs
         self.host = host
+        self.virtual = virtual
         self.recorder = recorder
         self.metrics = metrics
 
@@ -74,13 +85,13 @@ class PodReconciler:
         return (labels.get(translate.MANAGED_BY) == self.vcluster_name
                 and ann.get(translate.OBJECT_NAMESPACE) == namespace and ann.get(translate.OBJECT_NAME) == name)
 
-    def decide(self, vpod: Obj) -> gate.GateDecision:
-        """The gate decision for a virtual pod, against the host RuntimeClass cache."""
-        rc_name = (vpod.get("spec") or {}).get("runtimeClassName") or ""
-        return gate.evaluate(self.config, vpod, self.host_rcs.get(rc_name) if rc_name else None)
+    def decide(self, pod_name: str, rc_name: str) -> gate.GateDecision:
+        """The gate decision for a pod naming `rc_name`, against the host RuntimeClass cache."""
+        return gate.evaluate(self.config, pod_name, rc_name, self.host_rcs.get(rc_name) if rc_name else None)
 
     async def reconcile(self, key: str) -> float | None:
-        """Bring the host pod of virtual pod `key` to the desired state. Raises to be retried."""
+        """Bring the host pod of virtual pod `key` (and the virtual pod's status) to the desired state.
+        Raises ApiError or HostRejected to be retried with backoff."""
         namespace, name = split_key(key)
         if namespace is None:
             log.warning("pod key %r has no namespace; ignored", key)
@@ -88,35 +99,116 @@ class PodReconciler:
         vpod = self.virtual_pods.get(key)
         hpod = self.host_pods.get(self.host_key(namespace, name))
         if hpod is not None and not self.owns(hpod, namespace, name):
-            hpod = None  # same name, another owner: never touched (create will report the conflict)
-        if vpod is None or (vpod.get("metadata") or {}).get("deletionTimestamp"):
+            hpod = None  # same name, another owner: never touched (create reports the conflict)
+        if vpod is None:
             if hpod is not None:
-                await self._delete_host(hpod)
+                await self._virtual_gone(key, name, hpod)
             return None
-        decision = self.decide(vpod)
-        if not decision.allowed:
-            self.metrics.pods_refused.labels(decision.runtime_class).inc()
-            log.info("%s", decision.message)
-            await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", decision.message, ACTION)
-            return None
-        desired = translate.host_pod(vpod, vcluster_name=self.vcluster_name, host_namespace=self.host_namespace,
-                                     forced_runtime_class=self.config.forced_runtime_class)
+        rc_name = (vpod.get("spec") or {}).get("runtimeClassName") or ""
+        decision = self.decide(name, rc_name)
+        if (vpod.get("metadata") or {}).get("deletionTimestamp"):
+            await self._virtual_deleting(vpod, hpod, decision)
+        elif hpod is None:
+            await self._host_missing(vpod, decision)
+        elif not decision.allowed:
+            self.metrics.pods_refused.labels(rc_name).inc()
+            await self._orphaned(vpod, hpod, decision)
+        else:
+            await self._update(vpod, hpod, decision)
+        return None
+
+    # ------------------------------------------------------------------ the cases
+
+    async def _virtual_gone(self, key: str, name: str, hpod: Obj) -> None:
+        rc_name = ((hpod["metadata"].get("annotations") or {}).get(translate.VIRTUAL_RUNTIME_CLASS) or "")
+        decision = self.decide(name, rc_name)
+        if decision.allowed:
+            await self._delete_host(hpod, None)
+            log.info("deleted host pod %s/%s because virtual pod %s is gone", self.host_namespace,
+                     hpod["metadata"]["name"], key)
+        else:
+            log.warning("virtual pod %s is gone; its host pod %s/%s is orphaned (%s) and is left in place: delete it "
+                        "in the host cluster when it is no longer needed", key, self.host_namespace,
+                        hpod["metadata"]["name"], decision.reason)
+
+    async def _virtual_deleting(self, vpod: Obj, hpod: Obj | None, decision: gate.GateDecision) -> None:
+        meta = vpod["metadata"]
         if hpod is None:
-            await self._create_host(vpod, desired, decision.runtime_class)
-            return None
+            await self._finish_virtual_delete(vpod, "it is being deleted and has no host pod")
+        elif not decision.allowed:
+            await self._orphaned(vpod, hpod, decision)
+        elif not hpod["metadata"].get("deletionTimestamp"):
+            await self._delete_host(hpod, meta.get("deletionGracePeriodSeconds"))
+            log.info("deleting host pod %s/%s (grace %ss) because virtual pod %s/%s is being deleted",
+                     self.host_namespace, hpod["metadata"]["name"], meta.get("deletionGracePeriodSeconds"),
+                     meta["namespace"], meta["name"])
+
+    async def _host_missing(self, vpod: Obj, decision: gate.GateDecision) -> None:
+        if (vpod.get("status") or {}).get("startTime"):
+            # It ran on the host and its host pod vanished without us (deleted, garbage-collected):
+            # vcluster then deletes the virtual pod too rather than starting it again.
+            await self._finish_virtual_delete(vpod, "its host pod is gone")
+            return
+        if not decision.allowed:
+            await self._refuse(vpod, decision.runtime_class, decision.message)
+            return
+        refs = references.virtual_only_references(vpod)
+        if refs:
+            message = f'did not sync pod "{vpod["metadata"]["name"]}" to host because {references.refusal_reason(refs)}'
+            await self._refuse(vpod, decision.runtime_class, message)
+            return
+        await self._create_host(vpod, self._desired(vpod), decision.runtime_class)
+
+    async def _orphaned(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision) -> None:
+        meta = vpod["metadata"]
+        message = (f'pod "{meta["name"]}" is orphaned: {decision.reason}. It stays on the host as pod '
+                   f'"{self.host_namespace}/{hpod["metadata"]["name"]}" but no longer receives updates, and the '
+                   "syncer will not delete it. To remove it, delete the pod in the virtual cluster and the host pod "
+                   f'in the host cluster; to resume syncing, make runtime class "{decision.runtime_class}" exist on '
+                   "the host and match the selector again")
+        log.info("%s", message)
+        await self.recorder.record(PODS, vpod, "Warning", "Orphaned", message, ACTION)
+
+    async def _update(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision) -> None:
+        desired = self._desired(vpod)
+        hname = hpod["metadata"]["name"]
         ops = translate.host_pod_update(desired, hpod)
         if ops:
-            await self._write(vpod, desired, lambda: self.host.patch(
-                PODS, desired["metadata"]["name"], ops, self.host_namespace, patch_type="json"))
+            await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json"))
             self.metrics.pods_synced.labels(decision.runtime_class).inc()
-            log.info("updated host pod %s/%s from virtual pod %s", self.host_namespace,
-                     desired["metadata"]["name"], key)
-        return None
+            log.info("updated host pod %s/%s from virtual pod %s/%s", self.host_namespace, hname,
+                     vpod["metadata"]["namespace"], vpod["metadata"]["name"])
+        meta = vpod["metadata"]
+        node = (hpod.get("spec") or {}).get("nodeName")
+        if node and not (vpod.get("spec") or {}).get("nodeName"):
+            try:
+                await self.virtual.bind(meta["name"], meta["namespace"], node)
+            except ApiError as e:
+                if e.status != 409:  # 409: bound meanwhile
+                    raise
+        status = translate.status_update(hpod, vpod)
+        if status is not None:
+            try:
+                await self.virtual.patch(PODS, meta["name"], status, meta["namespace"], subresource="status")
+            except ApiError as e:
+                if not e.not_found:
+                    raise
+
+    # ------------------------------------------------------------------ writes
+
+    def _desired(self, vpod: Obj) -> Obj:
+        return translate.host_pod(vpod, vcluster_name=self.vcluster_name, host_namespace=self.host_namespace,
+                                  forced_runtime_class=self.config.forced_runtime_class)
+
+    async def _refuse(self, vpod: Obj, rc_name: str, message: str) -> None:
+        self.metrics.pods_refused.labels(rc_name).inc()
+        log.info("%s", message)
+        await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
 
     async def _create_host(self, vpod: Obj, desired: Obj, rc_name: str) -> None:
         hname = desired["metadata"]["name"]
         try:
-            await self._write(vpod, desired, lambda: self.host.create(PODS, desired, self.host_namespace))
+            await self._write(vpod, lambda: self.host.create(PODS, desired, self.host_namespace))
         except ApiError as e:
             if not e.already_exists:
                 raise
@@ -133,7 +225,7 @@ class PodReconciler:
         log.info("created host pod %s/%s from virtual pod %s/%s", self.host_namespace, hname,
                  vpod["metadata"]["namespace"], vpod["metadata"]["name"])
 
-    async def _write(self, vpod: Obj, desired: Obj, call: Any) -> None:
+    async def _write(self, vpod: Obj, call: Callable[[], Awaitable[Obj]]) -> None:
         try:
             await call()
         except ApiError as e:
@@ -143,11 +235,21 @@ class PodReconciler:
                 raise HostRejected(msg) from e
             raise
 
-    async def _delete_host(self, hpod: Obj) -> None:
+    async def _delete_host(self, hpod: Obj, grace: int | None) -> None:
         meta = hpod["metadata"]
         try:
-            await self.host.delete(PODS, meta["name"], self.host_namespace, uid=meta.get("uid"))
-            log.info("deleted host pod %s/%s because its virtual pod is gone", self.host_namespace, meta["name"])
+            await self.host.delete(PODS, meta["name"], self.host_namespace, uid=meta.get("uid"),
+                                   grace_period_seconds=grace)
+        except ApiError as e:
+            if not e.not_found:
+                raise
+
+    async def _finish_virtual_delete(self, vpod: Obj, why: str) -> None:
+        meta = vpod["metadata"]
+        try:
+            await self.virtual.delete(PODS, meta["name"], meta["namespace"], uid=meta.get("uid"),
+                                      grace_period_seconds=0)
+            log.info("deleted virtual pod %s/%s immediately because %s", meta["namespace"], meta["name"], why)
         except ApiError as e:
             if not e.not_found:
                 raise

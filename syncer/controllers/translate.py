@@ -10,6 +10,8 @@ import copy
 import hashlib
 from typing import Any
 
+from syncer.controllers.references import is_injected_token_volume
+
 Obj = dict[str, Any]
 
 MANAGED_BY = "vcluster.loft.sh/managed-by"
@@ -74,9 +76,12 @@ def runtime_class_view(rc: Obj) -> Obj:
     return view
 
 
-def _is_service_account_volume(vol: Obj) -> bool:
-    """The projected `kube-api-access-*` volume a virtual API server injects into every pod."""
-    return str(vol.get("name", "")).startswith("kube-api-access-") and "projected" in vol
+# The host pod remembers the virtual pod's own runtimeClassName (it may differ when
+# sync.toHost.pods.runtimeClassName forces one), so the gate can be judged after the virtual pod is gone.
+VIRTUAL_RUNTIME_CLASS = "runtimeclass-syncer.io/virtual-runtime-class"
+# Pod status fields copied host -> virtual (issue: pod lifecycle).
+STATUS_FIELDS = ("phase", "conditions", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
+                 "podIP", "podIPs", "hostIP", "hostIPs", "startTime", "qosClass", "reason", "message")
 
 
 def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "") -> Obj:
@@ -97,8 +102,10 @@ def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runti
     annotations = dict(meta.get("annotations") or {})
     annotations.update({OBJECT_NAME: meta["name"], OBJECT_NAMESPACE: meta["namespace"],
                         OBJECT_UID: meta.get("uid", ""), OBJECT_KIND: POD_KIND})
+    if (vpod.get("spec") or {}).get("runtimeClassName"):
+        annotations[VIRTUAL_RUNTIME_CLASS] = vpod["spec"]["runtimeClassName"]
     spec = copy.deepcopy(vpod.get("spec") or {})
-    dropped = {v["name"] for v in spec.get("volumes") or [] if isinstance(v, dict) and _is_service_account_volume(v)}
+    dropped = {v["name"] for v in spec.get("volumes") or [] if isinstance(v, dict) and is_injected_token_volume(v)}
     if dropped:
         spec["volumes"] = [v for v in spec["volumes"] if v.get("name") not in dropped]
         if not spec["volumes"]:
@@ -154,3 +161,11 @@ def virtual_key_of_host_pod(hpod: Obj) -> str | None:
     ann = (hpod.get("metadata") or {}).get("annotations") or {}
     name, ns = ann.get(OBJECT_NAME), ann.get(OBJECT_NAMESPACE)
     return f"{ns}/{name}" if name and ns else None
+
+
+def status_update(hpod: Obj, vpod: Obj) -> Obj | None:
+    """A merge patch for the virtual pod's status subresource that copies the host pod's status
+    fields (STATUS_FIELDS; a field the host no longer has is removed), or None when they are equal."""
+    hs, vs = hpod.get("status") or {}, vpod.get("status") or {}
+    patch = {f: hs.get(f) for f in STATUS_FIELDS if hs.get(f) != vs.get(f)}
+    return {"status": patch} if patch else None

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import datetime as dt
 import json
 import logging
 import secrets
@@ -37,17 +36,13 @@ from syncer.embedded.faults import FaultInjector
 from syncer.embedded.status import StatusError, already_exists, conflict, not_found
 from syncer.embedded.storage import Change, Expired, Obj, Storage, Watcher
 from syncer.embedded.tables import to_table
+from syncer.kube.clock import now_rfc3339
 from syncer.kube.resources import ALL_RESOURCES, NAMESPACES, PODS, RUNTIMECLASSES, APIResource
 
 log = logging.getLogger(__name__)
 
 _INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def now_rfc3339() -> str:
-    """The current UTC time as the API writes timestamps (second precision, `Z`)."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -263,6 +258,8 @@ class EmbeddedAPIServer:
         else:
             if m == "GET":
                 return web.json_response(self._get(res, ns, name))
+            if m == "POST" and sub == "binding":
+                return await self._bind(request, ns, name)
             if m == "PUT":
                 return await self._replace(request, res, ns, name, sub)
             if m == "PATCH":
@@ -303,7 +300,9 @@ class EmbeddedAPIServer:
                 entry["categories"] = list(r.categories)
             resources.append(entry)
             resources.extend({"name": f"{r.plural}/{s}", "singularName": "", "namespaced": r.namespaced,
-                              "kind": r.kind, "verbs": ["get", "patch", "update"]} for s in r.subresources)
+                              "kind": "Binding" if s == "binding" else r.kind,
+                              "verbs": ["create"] if s == "binding" else ["get", "patch", "update"]}
+                             for s in r.subresources)
         if not resources:
             raise StatusError(404, "the server could not find the requested resource")
         gv = f"{group}/{version}" if group else version
@@ -534,6 +533,22 @@ class EmbeddedAPIServer:
             patched["metadata"].pop("resourceVersion")  # only a rv the patch itself names is a precondition
         return web.json_response(self._update_obj(res, old, patched, sub))
 
+    async def _bind(self, request: web.Request, ns: str, name: str) -> web.Response:
+        """`pods/binding`: set spec.nodeName once, as the scheduler does (409 if already bound)."""
+        body = await self._body(request)
+        target = (body or {}).get("target") or {} if isinstance(body, dict) else {}
+        node = target.get("name")
+        if not node:
+            raise StatusError(400, "binding target name is required")
+        old = self._get(PODS, ns, name)
+        if (old.get("spec") or {}).get("nodeName"):
+            raise conflict(PODS, name, f"pod {name} is already assigned to node \"{old['spec']['nodeName']}\"")
+        new = copy.deepcopy(old)
+        new["spec"]["nodeName"] = node
+        self.storage.write(PODS, new, old)
+        return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                  "code": 201}, status=201)
+
     async def _delete(self, request: web.Request, res: APIResource, ns: str, name: str) -> web.Response:
         old = self._get(res, ns, name)
         opts = await self._body(request) or {}
@@ -545,7 +560,29 @@ class EmbeddedAPIServer:
             raise conflict(res, name, f"Precondition failed: ResourceVersion in precondition: "
                                       f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                                       f"{old['metadata']['resourceVersion']}")
+        grace = opts.get("gracePeriodSeconds") if isinstance(opts, dict) else None
+        if grace is None and request.query.get("gracePeriodSeconds", "").isdigit():
+            grace = int(request.query["gracePeriodSeconds"])
+        if res == PODS and (old.get("spec") or {}).get("nodeName"):
+            graceful = self._delete_scheduled_pod(old, grace)
+            if graceful is not None:
+                return web.json_response(graceful)
         return web.json_response(self._delete_obj(res, old))
+
+    def _delete_scheduled_pod(self, old: Obj, grace: int | None) -> Obj | None:
+        """Graceful deletion of a pod bound to a node: it stays, with deletionTimestamp = now + grace, until
+        the kubelet deletes it with grace 0. Returns None when it should go at once (grace 0)."""
+        if grace is None:
+            grace = int((old.get("spec") or {}).get("terminationGracePeriodSeconds") or 30)
+        if grace <= 0:
+            return None
+        meta = old["metadata"]
+        if meta.get("deletionTimestamp") and int(meta.get("deletionGracePeriodSeconds") or 0) <= grace:
+            return old
+        new = copy.deepcopy(old)
+        new["metadata"]["deletionTimestamp"] = now_rfc3339(grace)
+        new["metadata"]["deletionGracePeriodSeconds"] = grace
+        return self.storage.write(PODS, new, old)
 
     def _delete_obj(self, res: APIResource, old: Obj) -> Obj:
         if old["metadata"].get("finalizers") and res != NAMESPACES:

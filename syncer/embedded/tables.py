@@ -62,7 +62,8 @@ def _pod_row(p: Obj, now: dt.datetime) -> list[Any]:
     if (p.get("metadata") or {}).get("deletionTimestamp"):
         reason = "Terminating"
     return [p["metadata"]["name"], f"{ready}/{len(spec.get('containers') or [])}", reason, restarts,
-            _age(p["metadata"].get("creationTimestamp"), now)]
+            _age(p["metadata"].get("creationTimestamp"), now), status.get("podIP") or "<none>",
+            spec.get("nodeName") or "<none>", status.get("nominatedNodeName") or "<none>", "<none>"]
 
 
 def _event_row(e: Obj, now: dt.datetime) -> list[Any]:
@@ -74,7 +75,8 @@ def _event_row(e: Obj, now: dt.datetime) -> list[Any]:
 
 _COLUMNS: dict[str, tuple[list[tuple[str, str]], Callable[[Obj, dt.datetime], list[Any]]]] = {
     PODS.qualified: ([("Name", "string"), ("Ready", "string"), ("Status", "string"), ("Restarts", "string"),
-                      ("Age", "string")], _pod_row),
+                      ("Age", "string"), ("IP", "wide"), ("Node", "wide"), ("Nominated Node", "wide"),
+                      ("Readiness Gates", "wide")], _pod_row),
     RUNTIMECLASSES.qualified: ([("Name", "string"), ("Handler", "string"), ("Age", "string")],
                                lambda o, now: [o["metadata"]["name"], o.get("handler", ""),
                                                _age(o["metadata"].get("creationTimestamp"), now)]),
@@ -108,7 +110,9 @@ def to_table(res: APIResource, objects: list[Obj], resource_version: str, includ
         rows.append(row)
     return {
         "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version},
-        "columnDefinitions": [{"name": n, "type": t, "format": "name" if n == "Name" else "", "description": "",
-                               "priority": 0} for n, t in columns],
+        # a "wide" column is a string column kubectl shows only with `-o wide` (priority 1)
+        "columnDefinitions": [{"name": n, "type": "string" if t == "wide" else t,
+                               "format": "name" if n == "Name" else "", "description": "",
+                               "priority": 1 if t == "wide" else 0} for n, t in columns],
         "rows": rows,
     }

@@ -22,7 +22,7 @@ import aiohttp
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
-from syncer.kube.resources import APIResource
+from syncer.kube.resources import PODS, APIResource
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +229,13 @@ class KubeClient:
         if grace_period_seconds is not None:
             body["gracePeriodSeconds"] = grace_period_seconds
         return await self._json("delete", res, "DELETE", res.path(namespace, name), body=body)
+
+    async def bind(self, name: str, namespace: str, node: str) -> Obj:
+        """Bind a pod to a node (POST `pods/{name}/binding`, as the scheduler does). Raises ApiError
+        (409 when the pod is already bound)."""
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        return await self._json("create", PODS, "POST", PODS.path(namespace, name, "binding"), body=body)
 
     async def watch(self, res: APIResource, resource_version: str, namespace: str | None = None, *,
                     label_selector: str | None = None, field_selector: str | None = None,

@@ -9,7 +9,6 @@ updates the Event it wrote before instead of adding a second one. The correlatio
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import logging
 from collections import OrderedDict
@@ -17,16 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 from syncer.kube.client import ApiError, KubeClient
+from syncer.kube.clock import now_rfc3339
 from syncer.kube.resources import EVENTS, APIResource
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 _LRU_SIZE = 4096
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def event_name(obj_name: str, identity: str) -> str:
@@ -46,7 +42,7 @@ class EventRecorder:
     """
 
     def __init__(self, client: KubeClient, component: str, instance: str,
-                 clock: Callable[[], str] = _now) -> None:
+                 clock: Callable[[], str] = now_rfc3339) -> None:
         self.client = client
         self.component = component
         self.instance = instance

@@ -1,0 +1,96 @@
+"""A stand-in for the scheduler and kubelet of an embedded cluster, over HTTP (tests and demo).
+
+For the pods of one namespace it binds unbound pods to a node, then reports them Running and Ready
+with container statuses, pod and host IPs and a start time, and finishes graceful deletion by
+deleting terminating pods with grace 0, as a kubelet does once the containers have stopped. Pods whose
+name is in `hold` are left Pending and unbound (to test what a user sees before a pod starts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from typing import Any
+
+from syncer.kube.cache import Store
+from syncer.kube.client import ApiError, KubeClient
+from syncer.kube.clock import now_rfc3339
+from syncer.kube.informer import Handlers, Informer
+from syncer.kube.resources import PODS
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+def running_status(pod: Obj, pod_ip: str, host_ip: str) -> Obj:
+    """The status a kubelet reports for a started pod whose containers are all ready."""
+    now = now_rfc3339()
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return {
+        "phase": "Running", "podIP": pod_ip, "podIPs": [{"ip": pod_ip}], "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}], "startTime": now, "qosClass": "BestEffort",
+        "conditions": [{"type": t, "status": "True", "lastTransitionTime": now}
+                       for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
+                                 "PodScheduled")],
+        "containerStatuses": [{"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": True,
+                               "started": True, "restartCount": 0,
+                               "containerID": f"containerd://{abs(hash((pod['metadata']['name'], c['name']))):x}",
+                               "state": {"running": {"startedAt": now}}} for c in containers],
+    }
+
+
+class FakeKubelet:
+    """Schedules and runs the pods of `namespace` on node `node` of the cluster behind `client`."""
+
+    def __init__(self, client: KubeClient, namespace: str, node: str = "node-1", host_ip: str = "10.0.0.1",
+                 hold: set[str] | None = None) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.node = node
+        self.host_ip = host_ip
+        self.hold = hold or set()
+        self.store = Store()
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._ips = (f"10.244.0.{i}" for i in itertools.count(2))
+        self.informer = Informer(client, PODS, self.store, namespace=namespace, name=f"kubelet/{namespace}")
+        self.informer.add_handlers(Handlers(on_add=self._enqueue, on_update=lambda _, n: self._enqueue(n)))
+
+    def _enqueue(self, pod: Obj) -> None:
+        self._queue.put_nowait(pod["metadata"]["name"])
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Work until `stop` is set."""
+        inf = asyncio.create_task(self.informer.run(stop))
+        worker = asyncio.create_task(self._work())
+        try:
+            await stop.wait()
+        finally:
+            for t in (inf, worker):
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+
+    async def _work(self) -> None:
+        while True:
+            name = await self._queue.get()
+            pod = self.store.get(f"{self.namespace}/{name}")
+            if pod is None or name in self.hold:
+                continue
+            try:
+                await self._step(name, pod)
+            except ApiError as e:
+                if e.status not in (404, 409):
+                    log.warning("fake kubelet: %s", e)
+
+    async def _step(self, name: str, pod: Obj) -> None:
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        if pod["metadata"].get("deletionTimestamp"):
+            await self.client.delete(PODS, name, self.namespace, grace_period_seconds=0)
+        elif not spec.get("nodeName"):
+            await self.client.bind(name, self.namespace, self.node)
+        elif not status.get("startTime"):
+            await self.client.patch(PODS, name, {"status": running_status(pod, next(self._ips), self.host_ip)},
+                                    self.namespace, subresource="status")

@@ -1,0 +1,152 @@
+"""Pod lifecycle behind the gate (behaviour.md section 3 from "Orphans" on): status back-sync,
+deletion both ways, orphans, refusals of virtual-only references, forced runtime class."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+
+from syncer.embedded.kubelet import FakeKubelet
+from syncer.kube.resources import PODS, RUNTIMECLASSES
+from syncer.kube.wait import wait_for
+from tests.conftest import HOST_NS, Clusters, pod, rc, rc_config, running_syncer
+from tests.kubectl import kubectl
+from tests.test_pod_sync import hname, host_pods, warnings_for
+
+DEV = {"matchLabels": {"environment": "development"}}
+
+
+@contextlib.asynccontextmanager
+async def kubelet(c: Clusters) -> AsyncIterator[FakeKubelet]:
+    k = FakeKubelet(c.host, HOST_NS)
+    stop = asyncio.Event()
+    task = asyncio.create_task(k.run(stop))
+    try:
+        yield k
+    finally:
+        stop.set()
+        await task
+
+
+async def virtual_pod(c: Clusters, name: str, predicate, what: str) -> dict:  # type: ignore[no-untyped-def]
+    objs = await wait_for(c.virtual, PODS, lambda o: predicate(o.get(f"default/{name}")), namespace="default",
+                          timeout=10, what=what)
+    return objs.get(f"default/{name}", {})
+
+
+def running(p: dict | None) -> bool:
+    return bool(p) and (p.get("status") or {}).get("phase") == "Running"
+
+
+@pytest.mark.kubectl
+async def test_pod_reaches_running_in_the_virtual_cluster(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    async with running_syncer(clusters, rc_config(DEV)), kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
+        vp = await virtual_pod(clusters, "web", lambda p: running(p) and p["spec"].get("nodeName"), "web Running")
+        hp = await clusters.host.get(PODS, hname("web"), HOST_NS)
+        for field in ("podIP", "podIPs", "hostIP", "startTime", "qosClass", "conditions", "containerStatuses"):
+            assert vp["status"][field] == hp["status"][field], field
+        assert vp["spec"]["nodeName"] == hp["spec"]["nodeName"] == "node-1"
+        out = await kubectl(clusters.virtual_kubeconfig, "get", "pods", "-o", "wide")
+    assert re.search(r"web\s+1/1\s+Running\s+0\s+\S+\s+10\.244\.0\.\d+\s+node-1", out), out
+
+
+async def test_virtual_delete_removes_the_host_pod_with_its_grace_period(clusters: Clusters) -> None:
+    async with running_syncer(clusters, rc_config(DEV)):
+        async with kubelet(clusters):
+            await clusters.virtual.create(PODS, pod("web"), "default")
+            await virtual_pod(clusters, "web", running, "web Running")
+        # the kubelet is down: deletion waits for it, as on a real node
+        await clusters.virtual.delete(PODS, "web", "default", grace_period_seconds=7)
+        pods = await host_pods(clusters, lambda o: hname("web") in o and o[hname("web")]["metadata"].get(
+            "deletionTimestamp"), "host pod terminating")
+        assert pods[hname("web")]["metadata"]["deletionGracePeriodSeconds"] == 7
+        assert (await clusters.virtual.get(PODS, "web", "default"))["metadata"]["deletionTimestamp"]
+        async with kubelet(clusters):  # the kubelet finishes the host pod; the syncer finishes the virtual one
+            await host_pods(clusters, lambda o: hname("web") not in o, "host pod gone")
+            await virtual_pod(clusters, "web", lambda p: p is None, "virtual pod gone")
+
+
+async def test_host_pod_that_disappears_takes_the_virtual_pod(clusters: Clusters) -> None:
+    async with running_syncer(clusters, rc_config(DEV)), kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await virtual_pod(clusters, "web", running, "web Running")
+        await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)  # e.g. a node drain
+        await virtual_pod(clusters, "web", lambda p: p is None, "virtual pod removed")
+        await host_pods(clusters, lambda o: hname("web") not in o, "not re-created on the host")
+
+
+async def test_evicted_host_pod_shows_in_the_virtual_cluster(clusters: Clusters) -> None:
+    async with running_syncer(clusters, rc_config(DEV)), kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await virtual_pod(clusters, "web", running, "web Running")
+        await clusters.host.patch(PODS, hname("web"), {"status": {
+            "phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}},
+            HOST_NS, subresource="status")
+        vp = await virtual_pod(clusters, "web", lambda p: p and p["status"]["phase"] == "Failed", "web Failed")
+    assert vp["status"]["reason"] == "Evicted" and "low on resource" in vp["status"]["message"]
+
+
+async def test_orphaned_pod_survives_the_removal_of_its_class(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    async with running_syncer(clusters, rc_config(DEV)), kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
+        await virtual_pod(clusters, "web", running, "web Running")
+        await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"environment": "prod"}}})
+        (event,) = await warnings_for(clusters, "web")
+        assert event["reason"] == "Orphaned"
+        assert event["message"].startswith('pod "web" is orphaned: the runtime class "gvisor" in the host does not '
+                                           "match the selector")
+        assert "delete the pod in the virtual cluster and the host pod in the host cluster" in event["message"]
+        # no more updates flow
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"version": "2"}}}, "default")
+        await warnings_for(clusters, "web", lambda evs: evs and evs[0]["count"] == 2, "second orphan notice")
+        assert "version" not in ((await clusters.host.get(PODS, hname("web"), HOST_NS))["metadata"]["labels"])
+        # the class is deleted on the host too: still nothing is deleted
+        await clusters.host.delete(RUNTIMECLASSES, "gvisor")
+        await warnings_for(clusters, "web", lambda evs: any("not found" in e["message"] for e in evs), "notice")
+        assert running(await clusters.virtual.get(PODS, "web", "default"))
+        # the user deletes the virtual pod: the host pod stays until they delete it there as well
+        await clusters.virtual.delete(PODS, "web", "default")
+        vp = await virtual_pod(clusters, "web", lambda p: p and p["metadata"].get("deletionTimestamp"), "deleting")
+        assert vp and (await clusters.host.get(PODS, hname("web"), HOST_NS))["metadata"].get("deletionTimestamp") \
+            is None
+        await clusters.host.delete(PODS, hname("web"), HOST_NS)
+        await virtual_pod(clusters, "web", lambda p: p is None, "virtual pod finished deleting")
+
+
+async def test_pods_referencing_virtual_only_objects_are_refused(clusters: Clusters) -> None:
+    async with running_syncer(clusters, rc_config(DEV)):
+        p = pod("db-client")
+        p["spec"]["volumes"] = [{"name": "creds", "secret": {"secretName": "db-password"}},
+                                {"name": "kube-api-access-x1y2z", "projected": {"sources": [
+                                    {"serviceAccountToken": {"path": "token"}}]}}]
+        p["spec"]["containers"][0]["env"] = [{"name": "MODE", "valueFrom": {"configMapKeyRef": {
+            "name": "settings", "key": "mode"}}}]
+        await clusters.virtual.create(PODS, p, "default")
+        (event,) = await warnings_for(clusters, "db-client")
+        assert not (await clusters.host.list(PODS, HOST_NS))["items"]
+    assert event["reason"] == "SyncWarning"
+    assert event["message"] == (
+        'did not sync pod "db-client" to host because it references objects that exist only in the virtual cluster '
+        'and are not synced to the host: spec.volumes[0] ("creds") secret "db-password"; spec.containers[0] ("app") '
+        'env[0] ("MODE") valueFrom.configMapKeyRef "settings"')
+
+
+async def test_forced_runtime_class_on_host_pods(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    await clusters.host.create(RUNTIMECLASSES, rc("kata", labels={"environment": "production"}))
+    doc = rc_config(DEV)
+    doc["sync"]["toHost"] = {"pods": {"runtimeClassName": "gvisor", "enabled": False}}
+    async with running_syncer(clusters, doc):
+        await clusters.virtual.create(PODS, pod("plain"), "default")
+        await clusters.virtual.create(PODS, pod("vm", "kata"), "default")
+        pods = await host_pods(clusters, lambda o: hname("plain") in o, "plain synced")
+        (event,) = await warnings_for(clusters, "vm")  # the gate judges the pod's own class
+    assert pods[hname("plain")]["spec"]["runtimeClassName"] == "gvisor"
+    assert 'the runtime class "kata" in the host does not match' in event["message"]
