@@ -92,6 +92,7 @@ async def test_evicted_host_pod_shows_in_the_virtual_cluster(clusters: Clusters)
     assert vp["status"]["reason"] == "Evicted" and "low on resource" in vp["status"]["message"]
 
 
+@pytest.mark.kubectl
 async def test_orphaned_pod_survives_the_removal_of_its_class(clusters: Clusters) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
     async with running_syncer(clusters, rc_config(DEV)), kubelet(clusters):
@@ -103,6 +104,9 @@ async def test_orphaned_pod_survives_the_removal_of_its_class(clusters: Clusters
         assert event["message"].startswith('pod "web" is orphaned: the runtime class "gvisor" in the host does not '
                                            "match the selector")
         assert "delete the pod in the virtual cluster and the host pod in the host cluster" in event["message"]
+        out = await kubectl(clusters.virtual_kubeconfig, "describe", "pod", "web")
+        assert re.search(r"Warning\s+Orphaned\s+\S+\s+pod-syncer\s+pod \"web\" is orphaned", out), out
+        assert re.search(r"Status:\s+Running", out)
         # no more updates flow
         await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"version": "2"}}}, "default")
         await warnings_for(clusters, "web", lambda evs: evs and evs[0]["count"] == 2, "second orphan notice")
