@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from syncer import __version__, logs
 from syncer.config.model import ConfigError, SyncerConfig, load_config
+from syncer.patches.apply import PatchConfigError, Patcher
 
 log = logging.getLogger("syncer")
 
@@ -40,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--metrics-bind-address", default="", help="serve /metrics here, e.g. :8080 (default: off)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument("--pod-workers", type=int, default=4, help="concurrent pod reconciles (default 4)")
+    run.add_argument("--patch-timeout", type=float, default=1.0,
+                     help="seconds one patch expression may run before it is stopped (default 1)")
+    run.add_argument("--patch-memory-limit", type=int, default=64,
+                     help="MiB the JavaScript heap of the patches may use (default 64)")
 
     val = sub.add_parser("validate", help="check a vcluster.yaml and print every error")
     val.add_argument("--config", required=True)
@@ -63,10 +68,35 @@ def _load(path: str) -> SyncerConfig | None:
         return None
 
 
+async def _compile_patches(config: SyncerConfig, vcluster_name: str, host_namespace: str,
+                           timeout: float = 1.0, memory_mib: int = 64) -> tuple[bool, Patcher | None]:
+    """Compile the patches (None without patches). (False, None) after printing every error."""
+    try:
+        return True, await Patcher.create(config, vcluster_name=vcluster_name, host_namespace=host_namespace,
+                                          timeout=timeout, memory_limit=memory_mib * 1024 * 1024)
+    except PatchConfigError as e:
+        for msg in e.errors:
+            print(f"error: {msg}", file=sys.stderr)
+        return False, None
+
+
+async def _check_patches(config: SyncerConfig) -> bool:
+    """`validate`: compile the expressions once (syntax errors are configuration errors)."""
+    ok, patcher = await _compile_patches(config, "vcluster", "vcluster")
+    if patcher is not None:
+        await patcher.close()
+    return ok
+
+
 async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
     from syncer.kube.client import KubeClient
     from syncer.manager import Options, Syncer
     from syncer.server import ProbeServer
+
+    ok, patcher = await _compile_patches(config, args.vcluster_name, args.host_namespace, args.patch_timeout,
+                                         args.patch_memory_limit)
+    if not ok:
+        return EXIT_CONFIG  # before any API request
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -81,7 +111,7 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
         return EXIT_FAILURE
     syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
                                                    host_namespace=args.host_namespace,
-                                                   pod_workers=args.pod_workers))
+                                                   pod_workers=args.pod_workers), patcher=patcher)
     probes = ProbeServer(syncer, args.health_probe_bind_address or None, args.metrics_bind_address or None)
     try:
         await probes.start()
@@ -99,6 +129,8 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
         await probes.stop()
         await host.close()
         await virtual.close()
+        if patcher is not None:
+            await patcher.close()
     log.info("stopped")
     return EXIT_OK
 
@@ -108,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "validate":
         config = _load(args.config)
-        if config is None:
+        if config is None or (config.rc.patches and not asyncio.run(_check_patches(config))):
             return EXIT_CONFIG
         print(f"{args.config}: valid (runtime class sync {'enabled' if config.enabled else 'disabled'}, "
               f"selector: {str(config.selector) or '<everything>'})")
@@ -117,10 +149,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         logs.setup(args.log_format)
         config = _load(args.config)  # before any API request
         if config is None:
-            return EXIT_CONFIG
-        if config.rc.patches:
-            print("error: invalid sync.fromHost.runtimeClasses.patches: patches are not supported by this "
-                  "version yet", file=sys.stderr)
             return EXIT_CONFIG
         return asyncio.run(_serve(args, config))
     from syncer.demo import main as demo_main

@@ -36,6 +36,7 @@ from syncer.kube.informer import Handlers, Informer
 from syncer.kube.resources import PODS, RUNTIMECLASSES
 from syncer.kube.workqueue import WorkQueue
 from syncer.metrics import Metrics
+from syncer.patches.apply import Patcher
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +114,11 @@ class Syncer:
         host, virtual: clients for the two clusters.
         options: names, namespace and worker counts.
         metrics: where metrics go (a fresh registry by default).
+        patcher: compiled RuntimeClass patches (None when none are configured).
     """
 
     def __init__(self, config: SyncerConfig, host: KubeClient, virtual: KubeClient, options: Options,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, patcher: Patcher | None = None) -> None:
         self.config = config
         self.host = host
         self.virtual = virtual
@@ -137,7 +139,10 @@ class Syncer:
             config, vcluster_name=options.vcluster_name, host_namespace=options.host_namespace,
             virtual_pods=self.virtual_pods, host_pods=self.host_pods, host_rcs=self.host_rcs, host=host,
             virtual=virtual, recorder=self.recorder, metrics=m)
-        self.rc_reconciler = RuntimeClassReconciler(config, self.host_rcs, self.virtual_rcs, virtual)
+        rc_events = EventRecorder(virtual, "runtimeclass-syncer",
+                                  options.instance.replace("pod-syncer", "runtimeclass-syncer", 1))
+        self.rc_reconciler = RuntimeClassReconciler(config, self.host_rcs, self.virtual_rcs, virtual, patcher,
+                                                    rc_events)
 
         wt = options.watch_timeout
         self.informers: list[Informer] = [

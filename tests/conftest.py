@@ -69,8 +69,10 @@ async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIte
     config = parse_config(document)
     host = await KubeClient.from_kubeconfig(str(c.host_kubeconfig), "host")
     virtual = await KubeClient.from_kubeconfig(str(c.virtual_kubeconfig), "virtual")
+    patcher = options.pop("patcher", None)
     syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS,
-                                                   watch_timeout=options.pop("watch_timeout", 30), **options))
+                                                   watch_timeout=options.pop("watch_timeout", 30), **options),
+                    patcher=patcher)
     stop = asyncio.Event()
     task = asyncio.create_task(syncer.run(stop))
     try:

@@ -20,8 +20,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from syncer.config.selector import Selector, SelectorError, from_label_selector
+from syncer.patches.path import PathError
+from syncer.patches.path import parse as parse_path
 
 RC_PATH = "sync.fromHost.runtimeClasses"
+# Names are the same on both sides (behaviour.md section 2): these are never patched.
+UNPATCHABLE_PATHS = ("metadata.name", "metadata.namespace", "apiVersion", "kind")
 
 
 class _Loose(BaseModel):
@@ -230,11 +234,16 @@ def _patch_messages(patches: list[Patch]) -> list[str]:
             msgs.append(f"invalid {where}: can only use one of: expression, labels or reference")
         elif not kinds:
             msgs.append(f"invalid {where}: need to use one of: expression, labels or reference")
-        if not p.path:
-            msgs.append(f"invalid {where}.path: must not be empty")
-        elif p.path in seen:
+        if p.path in seen:
             msgs.append(f'invalid {where}: have the same path "{p.path}"')
         seen.add(p.path)
+        try:
+            parse_path(p.path)
+        except PathError as e:
+            msgs.append(f"invalid {where}.path: {e}")
+        if p.path in UNPATCHABLE_PATHS:
+            msgs.append(f'invalid {where}.path: "{p.path}" cannot be patched: RuntimeClasses keep their name and '
+                        "type on both sides")
     return msgs
 
 

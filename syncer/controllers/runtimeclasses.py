@@ -8,6 +8,11 @@ It reads both caches and writes only the difference; the host RuntimeClass is ne
 `handler` change (immutable in the API) is a delete and re-create. Deletes carry a uid precondition,
 so a virtual object that changed identity meanwhile is not deleted by mistake. NotFound on delete is
 success; conflicts are retried by the controller with backoff.
+
+With patches configured (behaviour.md section 5) the desired virtual object is the translated host
+object after the patches. A failing patch (throw, timeout, out-of-memory) is logged with the object and
+the patch path, recorded as a Warning `PatchFailed` event on the virtual RuntimeClass when it exists,
+and retried with backoff; other RuntimeClasses are not held up.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ from syncer.controllers.translate import (
 )
 from syncer.kube.cache import Store
 from syncer.kube.client import ApiError, KubeClient
+from syncer.kube.controller import ReconcileError
+from syncer.kube.events import EventRecorder
 from syncer.kube.resources import RUNTIMECLASSES
+from syncer.patches.apply import Patcher, PatchFailed
 
 log = logging.getLogger(__name__)
 
@@ -39,21 +47,34 @@ class RuntimeClassReconciler:
         host_rcs: cache of host RuntimeClasses (key = name).
         virtual_rcs: cache of virtual RuntimeClasses (key = name).
         virtual: client for the virtual cluster (the only cluster it writes).
+        patcher: the configured patches, or None.
+        recorder: writes events on virtual RuntimeClasses (patch failures).
     """
 
-    def __init__(self, config: SyncerConfig, host_rcs: Store, virtual_rcs: Store, virtual: KubeClient) -> None:
+    def __init__(self, config: SyncerConfig, host_rcs: Store, virtual_rcs: Store, virtual: KubeClient,
+                 patcher: Patcher | None = None, recorder: EventRecorder | None = None) -> None:
         self.config = config
         self.host_rcs = host_rcs
         self.virtual_rcs = virtual_rcs
         self.virtual = virtual
+        self.patcher = patcher
+        self.recorder = recorder
         self._refusal_logged: dict[str, str] = {}  # name -> host resourceVersion already logged
 
-    def desired(self, name: str) -> Obj | None:
-        """The virtual RuntimeClass that should exist for `name`, or None when none should."""
+    async def desired(self, name: str, actual: Obj | None) -> Obj | None:
+        """The virtual RuntimeClass that should exist for `name` (patched), or None when none should.
+
+        Raises:
+            PatchFailed: a patch failed for this object.
+        """
         host = self.host_rcs.get(name)
         if host is None or not runtime_class_matches(self.config, host):
             return None
-        return virtual_runtime_class(host)
+        out = virtual_runtime_class(host)
+        if self.patcher is not None:
+            out = await self.patcher.apply(out, host, actual)
+            out["metadata"]["name"] = name
+        return out
 
     async def reconcile(self, name: str) -> float | None:
         """Bring virtual RuntimeClass `name` to the desired state. Raises ApiError to be retried."""
@@ -61,7 +82,14 @@ class RuntimeClassReconciler:
         actual = self.virtual_rcs.get(name)
         if is_controlled_by_other(host) or is_controlled_by_other(actual):
             return None
-        desired = self.desired(name)
+        try:
+            desired = await self.desired(name, actual)
+        except PatchFailed as e:
+            msg = f'runtime class "{name}": patch "{e.path}" failed: {e.reason}'
+            log.warning("%s", msg)
+            if actual is not None and self.recorder is not None:
+                await self.recorder.record(RUNTIMECLASSES, actual, "Warning", "PatchFailed", msg, "SyncRuntimeClass")
+            raise ReconcileError(msg) from None
         if desired is None:
             if host is not None:
                 self._log_not_matching(name, host)

@@ -1,0 +1,192 @@
+"""The JavaScript engine for patch expressions: V8 through PyMiniRacer (PyPI `mini-racer`).
+
+One long-lived context per process. Every expression is compiled once, at start-up, into a function
+`(value, valueExists, context) => <expression>`; a syntax error is a configuration error naming the
+patch. Evaluations run from the event loop without blocking it (`eval_cancelable` runs V8 on
+mini-racer's own thread) under a time limit; the context has a hard memory limit. After an
+out-of-memory the context is unusable, so it is rebuilt and the expressions compiled again.
+
+Values go in and out as JSON. Integers beyond 2^53 - 1 cannot be represented exactly by JavaScript
+numbers, so inputs containing them are refused (PatchError naming where) instead of silently
+corrupted. Bare V8 has no network, file or process access; the prelude adds only pure helpers
+(`btoa`, `atob`, `virtualToHostDNS`).
+
+`py_mini_racer` is imported only when an engine is created, so a process without patches never loads V8.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from importlib import resources
+from typing import Any
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+class PatchError(Exception):
+    """A patch failed for one object: `reason` says how (throw, timeout, out of memory, bad value)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class CompileError(Exception):
+    """An expression does not compile; `index` is the patch's position, `reason` V8's message."""
+
+    def __init__(self, index: int, reason: str) -> None:
+        super().__init__(reason)
+        self.index = index
+        self.reason = reason
+
+
+def find_unsafe_integer(value: Any, where: str = "") -> str | None:
+    """The path of the first integer JavaScript cannot hold exactly (|n| > 2^53 - 1), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return where or "<value>" if abs(value) > MAX_SAFE_INTEGER else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = find_unsafe_integer(v, f"{where}.{k}" if where else str(k))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = find_unsafe_integer(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _first_line(e: BaseException) -> str:
+    """V8's message without its location prefix: `SyntaxError: Unexpected token '}'`."""
+    text = str(e).strip()
+    for line in text.splitlines():
+        m = re.search(r"\b([A-Z][A-Za-z]*Error\b.*)", line)
+        if m:
+            return m.group(1).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+class JSEngine:
+    """Compiles and evaluates patch expressions.
+
+    Args:
+        expressions: the expressions, by patch index (None for patches without one).
+        vcluster: `{"name", "namespace", "config"}` exposed as `context.vcluster` (namespace is the host
+            namespace the vcluster runs in).
+        timeout: seconds one evaluation may run before it is stopped.
+        memory_limit: bytes the V8 heap may use before evaluations fail with out-of-memory.
+    """
+
+    def __init__(self, expressions: list[str | None], vcluster: dict[str, Any], *, timeout: float = 1.0,
+                 memory_limit: int = 64 * 1024 * 1024) -> None:
+        self.expressions = expressions
+        self.vcluster = vcluster
+        self.timeout = timeout
+        self.memory_limit = memory_limit
+        self.evaluations = 0
+        self.rebuilds = 0
+        self._ctx: Any = None
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Create the context and compile every expression.
+
+        Raises:
+            CompileError: the first expression that does not compile.
+        """
+        from py_mini_racer import MiniRacer  # V8 is loaded only when patches exist
+
+        ctx = MiniRacer()
+        ctx.set_hard_memory_limit(self.memory_limit)
+        prelude = resources.files("syncer.patches").joinpath("prelude.js").read_text(encoding="utf-8")
+        await ctx.eval_cancelable(prelude.replace("__VCLUSTER__", json.dumps(self.vcluster)))
+        for i, expr in enumerate(self.expressions):
+            if expr is None:
+                continue
+            # An expression compiles to a function returning it. Text that only parses as a script (e.g.
+            # `if (...) {...} else {...}`) is run with eval, whose result is the script's completion
+            # value, as vcluster evaluates its patch scripts; its syntax is still checked here.
+            as_expression = (f"__rcs.define({i}, function (value, valueExists, context) {{ \"use strict\";\n"
+                             f"return ({expr}\n); }}); true")
+            as_script = (f"new Function({json.dumps(expr)}); __rcs.define({i}, function (value, valueExists, "
+                         f"context) {{ \"use strict\"; return eval({json.dumps(expr)}); }}); true")
+            try:
+                try:
+                    await asyncio.wait_for(ctx.eval_cancelable(as_expression), self.timeout)
+                except TimeoutError:
+                    raise
+                except Exception:
+                    await asyncio.wait_for(ctx.eval_cancelable(as_script), self.timeout)
+            except TimeoutError:
+                raise CompileError(i, "compiling the expression took too long") from None
+            except Exception as e:
+                raise CompileError(i, _first_line(e)) from None
+        await ctx.eval_cancelable("__rcs.seal()")
+        self._ctx = ctx
+
+    async def close(self) -> None:
+        """Release the V8 context."""
+        if self._ctx is not None:
+            self._ctx.close()
+            self._ctx = None
+
+    async def run_object(self, host_obj: Any, virtual_obj: Any, calls: list[tuple[int, Any, bool, str]]) -> list[Any]:
+        """Evaluate patch functions for one object.
+
+        Args:
+            host_obj, virtual_obj: `context.hostObject` / `context.virtualObject` (None when absent).
+            calls: (patch index, value, valueExists, concrete path) per evaluation.
+        Returns:
+            the results in order; None where the expression returned null or undefined.
+        Raises:
+            PatchError: a throw, a timeout, out-of-memory, or an input integer beyond 2^53 - 1 (the
+                message says which and where).
+        """
+        for label, obj in (("hostObject", host_obj), ("virtualObject", virtual_obj)):
+            bad = find_unsafe_integer(obj)
+            if bad:
+                raise PatchError(f"context.{label}.{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot "
+                                 "represent exactly")
+        async with self._lock:
+            if self._ctx is None:
+                await self.start()
+            objects = json.dumps({"hostObject": host_obj, "virtualObject": virtual_obj})
+            await self._eval(f"__rcs.setObjects({json.dumps(objects)})")
+            out: list[Any] = []
+            for index, value, exists, path in calls:
+                bad = find_unsafe_integer(value, path)
+                if bad:
+                    raise PatchError(f"{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot represent exactly")
+                payload = json.dumps(json.dumps({"value": value, "valueExists": exists, "path": path}))
+                raw = await self._eval(f"__rcs.run({index}, {payload})")
+                self.evaluations += 1
+                if not isinstance(raw, str):
+                    raise PatchError(f"the expression returned something that is not JSON: {raw!r}")
+                out.append(json.loads(raw).get("v"))
+            return out
+
+    async def _eval(self, code: str) -> Any:
+        from py_mini_racer import JSOOMException
+
+        try:
+            return await asyncio.wait_for(self._ctx.eval_cancelable(code), self.timeout)
+        except TimeoutError:
+            raise PatchError(f"the expression ran longer than the {self.timeout:g}s limit and was stopped") from None
+        except JSOOMException:
+            await self._rebuild()
+            raise PatchError(f"the expression ran out of memory (limit {self.memory_limit // (1024 * 1024)} MiB); "
+                             "the JavaScript context was rebuilt") from None
+        except PatchError:
+            raise
+        except Exception as e:
+            raise PatchError(f"the expression threw: {_first_line(e)}") from None
+
+    async def _rebuild(self) -> None:
+        await self.close()
+        self.rebuilds += 1
+        await self.start()

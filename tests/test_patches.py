@@ -1,0 +1,199 @@
+"""JavaScript-expression patches on synced RuntimeClasses (behaviour.md section 5), over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from syncer.config.model import parse_config
+from syncer.kube.resources import EVENTS, RUNTIMECLASSES
+from syncer.kube.wait import wait_for
+from syncer.patches.apply import Patcher
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, rc, rc_config, running_syncer
+from tests.test_cli import run_cli
+
+Obj = dict[str, Any]
+DEV = {"matchLabels": {"environment": "development"}}
+
+
+def with_patches(*patches: Obj, **extra: Any) -> Obj:
+    doc = rc_config(DEV, **extra)
+    doc["sync"]["fromHost"]["runtimeClasses"]["patches"] = list(patches)
+    return doc
+
+
+async def run_patched(c: Clusters, document: Obj, predicate: Any, what: str, **options: Any) -> dict[str, Obj]:
+    """Create the host classes first, then run a syncer with patches until `predicate(virtual objects)`."""
+    config = parse_config(document)
+    patcher = await Patcher.create(config, vcluster_name=VCLUSTER, host_namespace=HOST_NS, **options)
+    try:
+        async with running_syncer(c, document, patcher=patcher):
+            return await wait_for(c.virtual, RUNTIMECLASSES, predicate, timeout=10, what=what)
+    finally:
+        assert patcher is not None
+        await patcher.close()
+
+
+GVISOR = rc("gvisor", "runsc", {"environment": "development", "host-only/cost-center": "42"},
+            scheduling={"nodeSelector": {"sandbox": "gvisor"}, "tolerations": [
+                {"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"},
+                {"key": "dedicated", "operator": "Equal", "value": "gvisor"}]})
+GVISOR["metadata"]["annotations"] = {"owner": "platform"}  # quoted keys create fields only in an existing map
+
+
+async def test_each_path_form_and_scope_variable(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, GVISOR)
+    doc = with_patches(
+        {"path": "handler", "expression": '"tenant-" + value'},                                         # dots
+        {"path": "scheduling.tolerations[0].effect", "expression": '"PreferNoSchedule"'},             # [N]
+        {"path": "scheduling.tolerations[*].key", "expression": 'value + "-" + context.path'},       # [*]
+        {"path": "metadata.labels.*", "expression": "value.toUpperCase()"},                          # *
+        {"path": 'metadata.annotations["sandbox.example.com/vcluster"]',                              # quoted,
+         "expression": "[valueExists, context.vcluster.name, context.vcluster.namespace, "            # created
+                       "context.vcluster.config.sync.fromHost.runtimeClasses.enabled, "
+                       "context.hostObject.handler, context.virtualObject === null ? 'new' : 'existing'].join('|')"},
+        {"path": 'metadata.annotations["b64"]', "expression": 'btoa("hello") + ":" + atob("aGk=")'},
+        {"path": 'metadata.annotations["dns"]', "expression": 'virtualToHostDNS("db.prod.svc.cluster.local")'},
+        {"path": 'metadata.labels["host-only/cost-center"]', "expression": "null"},                   # delete
+    )
+    objs = await run_patched(clusters, doc, lambda o: "gvisor" in o and o["gvisor"]["metadata"].get(
+        "annotations", {}).get("dns"), "patched gvisor")
+    v = objs["gvisor"]
+    assert v["handler"] == "tenant-runsc"
+    tols = v["scheduling"]["tolerations"]
+    assert tols[0]["effect"] == "PreferNoSchedule"
+    assert [t["key"] for t in tols] == ["sandbox-scheduling.tolerations[0].key",
+                                        "dedicated-scheduling.tolerations[1].key"]
+    assert v["metadata"]["labels"] == {"environment": "DEVELOPMENT"}
+    ann = v["metadata"]["annotations"]
+    assert ann["sandbox.example.com/vcluster"] in (f"false|{VCLUSTER}|{HOST_NS}|true|runsc|new",
+                                                   f"false|{VCLUSTER}|{HOST_NS}|true|runsc|existing")
+    assert ann["b64"] == "aGVsbG8=:hi"
+    assert ann["dns"] == f"db-x-prod-x-{VCLUSTER}.{HOST_NS}.svc.cluster.local"
+    host = await clusters.host.get(RUNTIMECLASSES, "gvisor")
+    assert host["handler"] == "runsc" and "host-only/cost-center" in host["metadata"]["labels"]  # never written
+
+
+async def test_virtual_object_is_in_scope_on_update(clusters: Clusters) -> None:
+    host_rc = rc("gvisor", labels={"environment": "development"})
+    host_rc["metadata"]["annotations"] = {"owner": "platform"}  # the map must exist for a quoted key to create
+    await clusters.host.create(RUNTIMECLASSES, host_rc)
+    doc = with_patches({"path": 'metadata.annotations["seen"]',
+                        "expression": "context.virtualObject === null ? 'create' : 'update:' + "
+                                      "context.virtualObject.metadata.name"})
+    config = parse_config(doc)
+    patcher = await Patcher.create(config, vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None
+    try:
+        async with running_syncer(clusters, doc, patcher=patcher):
+            await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o, what="created")
+            await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"tier": "1"}}})
+            objs = await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o and o["gvisor"][
+                "metadata"]["labels"].get("tier") == "1", what="host change flowed through")
+    finally:
+        await patcher.close()
+    assert objs["gvisor"]["metadata"]["annotations"]["seen"] == "update:gvisor"
+
+
+async def test_no_write_loop_after_a_patch(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    doc = with_patches({"path": "handler", "expression": '"tenant-" + value'},
+                       {"path": 'metadata.annotations["patched"]', "expression": '"yes"'})
+    config = parse_config(doc)
+    patcher = await Patcher.create(config, vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None
+    try:
+        async with running_syncer(clusters, doc, patcher=patcher) as syncer:
+            await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o, what="synced")
+            await syncer.wait_idle()
+            writes = lambda: [r for r in clusters.virtual_server.requests  # noqa: E731
+                              if r[0] in ("POST", "PUT", "PATCH", "DELETE") and "runtimeclasses" in r[1]]
+            before = len(writes())
+            rv = (await clusters.virtual.get(RUNTIMECLASSES, "gvisor"))["metadata"]["resourceVersion"]
+            syncer.rc_queue.add("gvisor")  # a resync: the patched object must compare equal
+            await syncer.wait_idle()
+            assert len(writes()) == before
+            assert (await clusters.virtual.get(RUNTIMECLASSES, "gvisor"))["metadata"]["resourceVersion"] == rv
+            # a host change is one write, then quiet again
+            await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"annotations": {"new": "1"}}})
+            await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: o.get("gvisor", {}).get("metadata", {}).get(
+                "annotations", {}).get("new") == "1", what="host change")
+            await syncer.wait_idle()
+            assert len(writes()) == before + 1
+    finally:
+        await patcher.close()
+
+
+async def test_runaway_expression_is_stopped_and_others_keep_syncing(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("slow", labels={"environment": "development", "loop": "yes"}))
+    await clusters.host.create(RUNTIMECLASSES, rc("fast", labels={"environment": "development"}))
+    await clusters.virtual.create(RUNTIMECLASSES, rc("slow"))  # an existing virtual object to attach the event to
+    doc = with_patches({"path": "handler",
+                        "expression": "if (context.hostObject.metadata.labels.loop) { while(true){} } else { value }"})
+    config = parse_config(doc)
+    patcher = await Patcher.create(config, vcluster_name=VCLUSTER, host_namespace=HOST_NS, timeout=0.2)
+    assert patcher is not None
+    try:
+        async with running_syncer(clusters, doc, patcher=patcher):
+            await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "fast" in o, what="fast synced")
+            events = await wait_for(clusters.virtual, EVENTS, lambda o: any(
+                e["involvedObject"]["name"] == "slow" for e in o.values()), namespace="default", what="event")
+    finally:
+        await patcher.close()
+    (event,) = [e for e in events.values() if e["involvedObject"]["name"] == "slow"]
+    assert event["type"] == "Warning" and event["reason"] == "PatchFailed"
+    assert event["involvedObject"]["kind"] == "RuntimeClass"
+    assert event["message"] == ('runtime class "slow": patch "handler" failed: the expression ran longer than the '
+                                "0.2s limit and was stopped")
+
+
+async def test_throwing_expression_is_retried_after_the_host_fixes_it(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+    await clusters.virtual.create(RUNTIMECLASSES, rc("gvisor"))
+    doc = with_patches({"path": "handler", "expression": "context.hostObject.metadata.annotations.suffix + value"})
+    config = parse_config(doc)
+    patcher = await Patcher.create(config, vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None
+    try:
+        async with running_syncer(clusters, doc, patcher=patcher):
+            events = await wait_for(clusters.virtual, EVENTS, lambda o: bool(o), namespace="default", what="event")
+            (event,) = events.values()
+            assert event["message"] == ('runtime class "gvisor": patch "handler" failed: the expression threw: '
+                                        "TypeError: Cannot read properties of undefined (reading 'suffix')")
+            await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"annotations": {"suffix": "x-"}}})
+            objs = await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: o.get("gvisor", {}).get("handler") ==
+                                  "x-gvisor", what="synced after the host was fixed")
+    finally:
+        await patcher.close()
+    assert objs["gvisor"]["handler"] == "x-gvisor"
+
+
+async def test_syntax_error_is_refused_at_start_up_with_the_patch_path(clusters: Clusters, tmp_path: Path) -> None:
+    cfg = tmp_path / "vcluster.yaml"
+    cfg.write_text(yaml.safe_dump(with_patches({"path": "handler", "expression": '"ok"'},
+                                               {"path": 'metadata.labels["x"]', "expression": "value +"})))
+    expected = ("error: invalid sync.fromHost.runtimeClasses.patches[1].expression: SyntaxError: Unexpected token "
+                """'}' (patch path "metadata.labels["x"]")""")
+    for args in (["validate", "--config", str(cfg)],
+                 ["run", "--config", str(cfg), "--virtual-kubeconfig", str(clusters.virtual_kubeconfig),
+                  "--host-kubeconfig", str(clusters.host_kubeconfig), "--vcluster-name", "t", "--host-namespace", "x"]):
+        before = len(clusters.virtual_server.requests) + len(clusters.host_server.requests)
+        code, _, err = await run_cli(*args)
+        assert code == 2, err
+        assert expected in err.splitlines()
+        assert len(clusters.virtual_server.requests) + len(clusters.host_server.requests) == before
+
+
+def test_no_patches_no_v8() -> None:
+    code = ("import asyncio, sys, syncer.cli, syncer.manager, syncer.demo\n"
+            "from syncer.config.model import parse_config\n"
+            "from syncer.patches.apply import Patcher\n"
+            "print(asyncio.run(Patcher.create(parse_config({}), vcluster_name='a', host_namespace='b')))\n"
+            "print(json.dumps('py_mini_racer' in sys.modules))\n").replace("import asyncio", "import asyncio, json")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.split() == ["None", json.dumps(False)]
