@@ -22,6 +22,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check syncer tests $(wildcard bench)
 	$(BIN)/mypy
 
+bench: $(STAMP)
+	$(BIN)/python bench/patches.py
+
 soak: $(STAMP)
 	$(BIN)/python -m pytest -m soak
 

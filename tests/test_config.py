@@ -41,7 +41,7 @@ def test_real_vcluster_yaml_keys_are_ignored() -> None:
 
 
 @pytest.mark.parametrize("name", ["vcluster-matchlabels.yaml", "vcluster-matchexpressions.yaml",
-                                  "vcluster-combined.yaml", "vcluster-all.yaml"])
+                                  "vcluster-patches.yaml", "vcluster-combined.yaml", "vcluster-all.yaml"])
 def test_examples_load(name: str) -> None:
     assert load_config(EXAMPLES / name).enabled
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from syncer.config.model import parse_config
+from syncer.config.model import load_config, parse_config
+from syncer.controllers.translate import virtual_runtime_class
 from syncer.kube.resources import EVENTS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
 from syncer.patches.apply import Patcher
@@ -43,7 +44,6 @@ GVISOR = rc("gvisor", "runsc", {"environment": "development", "host-only/cost-ce
             scheduling={"nodeSelector": {"sandbox": "gvisor"}, "tolerations": [
                 {"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"},
                 {"key": "dedicated", "operator": "Equal", "value": "gvisor"}]})
-GVISOR["metadata"]["annotations"] = {"owner": "platform"}  # quoted keys create fields only in an existing map
 
 
 async def test_each_path_form_and_scope_variable(clusters: Clusters) -> None:
@@ -80,9 +80,7 @@ async def test_each_path_form_and_scope_variable(clusters: Clusters) -> None:
 
 
 async def test_virtual_object_is_in_scope_on_update(clusters: Clusters) -> None:
-    host_rc = rc("gvisor", labels={"environment": "development"})
-    host_rc["metadata"]["annotations"] = {"owner": "platform"}  # the map must exist for a quoted key to create
-    await clusters.host.create(RUNTIMECLASSES, host_rc)
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
     doc = with_patches({"path": 'metadata.annotations["seen"]',
                         "expression": "context.virtualObject === null ? 'create' : 'update:' + "
                                       "context.virtualObject.metadata.name"})
@@ -149,7 +147,7 @@ async def test_runaway_expression_is_stopped_and_others_keep_syncing(clusters: C
     assert event["type"] == "Warning" and event["reason"] == "PatchFailed"
     assert event["involvedObject"]["kind"] == "RuntimeClass"
     assert event["message"] == ('runtime class "slow": patch "handler" failed: the expression ran longer than the '
-                                "0.2s limit and was stopped")
+                                "0.2s limit and was stopped (at handler)")
 
 
 async def test_throwing_expression_is_retried_after_the_host_fixes_it(clusters: Clusters) -> None:
@@ -197,3 +195,22 @@ def test_no_patches_no_v8() -> None:
             "print(json.dumps('py_mini_racer' in sys.modules))\n").replace("import asyncio", "import asyncio, json")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.split() == ["None", json.dumps(False)]
+
+
+RECIPES = Path(__file__).resolve().parent.parent / "examples" / "vcluster-patches.yaml"
+
+
+async def test_readme_recipes_do_what_they_say() -> None:
+    config = load_config(RECIPES)
+    patcher = await Patcher.create(config, vcluster_name="team-a", host_namespace="vc-team-a")
+    assert patcher is not None
+    host = rc("gvisor", "runsc", {"environment": "development", "cost-center.example.com/id": "7"},
+              scheduling={"tolerations": [{"key": "sandbox.example.com/gvisor", "operator": "Exists"}]})
+    try:
+        out = await patcher.apply(virtual_runtime_class(host), host, None)
+    finally:
+        await patcher.close()
+    assert out["handler"] == "tenant-runsc"
+    assert out["metadata"]["labels"] == {"environment": "development"}
+    assert out["scheduling"]["tolerations"][0]["key"] == "tenant.example.com/gvisor"
+    assert out["metadata"]["annotations"] == {"tenant.example.com/synced-from": "team-a/gvisor"}

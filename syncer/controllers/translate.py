@@ -53,13 +53,14 @@ def is_controlled_by_other(obj: Obj | None) -> bool:
 
 
 def virtual_runtime_class(host_rc: Obj) -> Obj:
-    """The virtual copy of a host RuntimeClass: same name, spec fields, labels and annotations; no
-    server-owned metadata (uid, resourceVersion, generation, timestamps, owners, finalizers...)."""
+    """The virtual copy of a host RuntimeClass: same name, spec fields, labels and annotations (always
+    present as maps); no server-owned metadata (uid, resourceVersion, generation, timestamps, owners,
+    finalizers...)."""
     meta = host_rc.get("metadata") or {}
-    out_meta: Obj = {"name": meta["name"]}
-    for k in ("labels", "annotations"):
-        if meta.get(k):
-            out_meta[k] = dict(meta[k])
+    # labels and annotations are always maps (possibly empty) so that a patch with a quoted key such as
+    # metadata.annotations["x"] can create an entry on a class that has none.
+    out_meta: Obj = {"name": meta["name"], "labels": dict(meta.get("labels") or {}),
+                     "annotations": dict(meta.get("annotations") or {})}
     out: Obj = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": out_meta}
     for f in RC_SPEC_FIELDS:
         if host_rc.get(f) is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from importlib import resources
 from typing import Any
 
@@ -90,6 +91,7 @@ class JSEngine:
         self.memory_limit = memory_limit
         self.evaluations = 0
         self.rebuilds = 0
+        self.busy_seconds = 0.0  # time spent evaluating (holding the context), for metrics and benchmarks
         self._ctx: Any = None
         self._lock = asyncio.Lock()
 
@@ -153,30 +155,37 @@ class JSEngine:
                 raise PatchError(f"context.{label}.{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot "
                                  "represent exactly")
         async with self._lock:
-            if self._ctx is None:
-                await self.start()
-            objects = json.dumps({"hostObject": host_obj, "virtualObject": virtual_obj})
-            await self._eval(f"__rcs.setObjects({json.dumps(objects)})")
-            out: list[Any] = []
-            for index, value, exists, path in calls:
-                bad = find_unsafe_integer(value, path)
-                if bad:
-                    raise PatchError(f"{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot represent exactly")
-                payload = json.dumps(json.dumps({"value": value, "valueExists": exists, "path": path}))
-                raw = await self._eval(f"__rcs.run({index}, {payload})")
-                self.evaluations += 1
-                if not isinstance(raw, str):
-                    raise PatchError(f"the expression returned something that is not JSON: {raw!r}")
-                out.append(json.loads(raw).get("v"))
-            return out
+            started = time.perf_counter()
+            try:
+                return await self._run_locked(host_obj, virtual_obj, calls)
+            finally:
+                self.busy_seconds += time.perf_counter() - started
+
+    async def _run_locked(self, host_obj: Any, virtual_obj: Any, calls: list[tuple[int, Any, bool, str]]) -> list[Any]:
+        if self._ctx is None:
+            await self.start()
+        for _, value, _, path in calls:
+            bad = find_unsafe_integer(value, path)
+            if bad:
+                raise PatchError(f"{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot represent exactly")
+        batch = json.dumps({"hostObject": host_obj, "virtualObject": virtual_obj,
+                            "calls": [{"i": i, "value": v, "valueExists": e, "path": p} for i, v, e, p in calls]})
+        raw = await self._eval(f"__rcs.runBatch({json.dumps(batch)})")
+        self.evaluations += len(calls)
+        if not isinstance(raw, str):
+            raise PatchError(f"the expression returned something that is not JSON: {raw!r}")
+        return [r.get("v") for r in json.loads(raw)]
 
     async def _eval(self, code: str) -> Any:
         from py_mini_racer import JSOOMException
 
         try:
-            return await asyncio.wait_for(self._ctx.eval_cancelable(code), self.timeout)
+            async with asyncio.timeout(self.timeout):  # cancels the evaluation, which stops V8
+                return await self._ctx.eval_cancelable(code)
         except TimeoutError:
-            raise PatchError(f"the expression ran longer than the {self.timeout:g}s limit and was stopped") from None
+            where = await self._ctx.eval_cancelable("__rcs.current()")
+            raise PatchError(f"the expression ran longer than the {self.timeout:g}s limit and was stopped"
+                             + (f" (at {where})" if where else "")) from None
         except JSOOMException:
             await self._rebuild()
             raise PatchError(f"the expression ran out of memory (limit {self.memory_limit // (1024 * 1024)} MiB); "

@@ -100,21 +100,28 @@
     if (v && typeof v === "object") Object.keys(v).forEach(function (k) { checkSafe(v[k], where); });
   }
 
-  var fns = [], sealed = false;
-  var objects = { hostObject: null, virtualObject: null };
+  var fns = [], sealed = false, current = "";
   var rcs = {
     define: function (i, fn) { if (sealed) throw new Error("patch functions are sealed"); fns[i] = fn; },
     seal: function () { sealed = true; return true; },
-    setObjects: function (json) { objects = deepFreeze(JSON.parse(json)); return true; },
-    run: function (i, json) {
+    // One evaluation per patch and object: every place the patch's path resolved to, in order.
+    // json: {hostObject, virtualObject, calls: [{i, value, valueExists, path}]} -> JSON [{v: result}, ...]
+    runBatch: function (json) {
       var a = JSON.parse(json);
-      var context = deepFreeze({
-        vcluster: VCLUSTER, hostObject: objects.hostObject, virtualObject: objects.virtualObject, path: a.path
-      });
-      var r = fns[i](a.value, a.valueExists, context);
-      checkSafe(r, a.path);
-      return JSON.stringify({ v: r });
-    }
+      var host = deepFreeze(a.hostObject), virt = deepFreeze(a.virtualObject), out = [];
+      for (var k = 0; k < a.calls.length; k++) {
+        var c = a.calls[k];
+        current = c.path;
+        var context = deepFreeze({ vcluster: VCLUSTER, hostObject: host, virtualObject: virt, path: c.path });
+        var r = fns[c.i](c.value, c.valueExists, context);
+        checkSafe(r, c.path);
+        out.push({ v: r });
+      }
+      current = "";
+      return JSON.stringify(out);
+    },
+    // the concrete path being evaluated when an evaluation was stopped
+    current: function () { return current; }
   };
   deepFreeze(VCLUSTER);
   Object.defineProperty(global, "btoa", { value: btoa });
