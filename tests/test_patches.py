@@ -214,3 +214,26 @@ async def test_readme_recipes_do_what_they_say() -> None:
     assert out["metadata"]["labels"] == {"environment": "development"}
     assert out["scheduling"]["tolerations"][0]["key"] == "tenant.example.com/gvisor"
     assert out["metadata"]["annotations"] == {"tenant.example.com/synced-from": "team-a/gvisor"}
+
+
+async def test_out_of_memory_is_contained_and_the_context_rebuilt(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("hog", labels={"environment": "development", "hog": "yes"}))
+    await clusters.virtual.create(RUNTIMECLASSES, rc("hog"))
+    doc = with_patches({"path": "handler", "expression":
+                        "context.hostObject.metadata.labels.hog ? (function () { var a = []; "
+                        "while (true) { a.push('x'.repeat(1 << 20)); } })() : value + '-ok'"})
+    config = parse_config(doc)
+    patcher = await Patcher.create(config, vcluster_name=VCLUSTER, host_namespace=HOST_NS, timeout=10,
+                                   memory_limit=32 * 1024 * 1024)
+    assert patcher is not None and patcher.engine is not None
+    try:
+        async with running_syncer(clusters, doc, patcher=patcher):
+            events = await wait_for(clusters.virtual, EVENTS, lambda o: bool(o), namespace="default", what="event")
+            await clusters.host.create(RUNTIMECLASSES, rc("fine", labels={"environment": "development"}))
+            objs = await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "fine" in o, what="fine synced")
+        assert patcher.engine.rebuilds >= 1
+    finally:
+        await patcher.close()
+    (event,) = events.values()
+    assert event["reason"] == "PatchFailed" and "ran out of memory (limit 32 MiB)" in event["message"]
+    assert objs["fine"]["handler"] == "fine-ok"
