@@ -10,7 +10,9 @@ import argparse
 import asyncio
 import logging
 import signal
+import socket
 import sys
+import uuid
 from collections.abc import Sequence
 
 from syncer import __version__, logs
@@ -41,6 +43,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--metrics-bind-address", default="", help="serve /metrics here, e.g. :8080 (default: off)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument("--pod-workers", type=int, default=4, help="concurrent pod reconciles (default 4)")
+    run.add_argument("--leader-elect", action="store_true",
+                     help="campaign for a Lease in the host cluster and write only while leading (several replicas)")
+    run.add_argument("--leader-election-id", help="Lease name (default: runtimeclass-syncer-<vcluster name>)")
+    run.add_argument("--leader-election-namespace", help="Lease namespace (default: --host-namespace)")
+    run.add_argument("--lease-duration", type=int, default=15, help="whole seconds (default 15)")
+    run.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
+    run.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
     run.add_argument("--patch-timeout", type=float, default=1.0,
                      help="seconds one patch expression may run before it is stopped (default 1)")
     run.add_argument("--patch-memory-limit", type=int, default=64,
@@ -89,7 +98,8 @@ async def _check_patches(config: SyncerConfig) -> bool:
 
 
 async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
-    from syncer.kube.client import KubeClient
+    from syncer.kube.client import DEFAULT_USER_AGENT, KubeClient
+    from syncer.kube.leader import LeaderElector
     from syncer.manager import Options, Syncer
     from syncer.server import ProbeServer
 
@@ -102,13 +112,27 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    agent = f"{DEFAULT_USER_AGENT} ({identity})"
     try:
-        virtual = await KubeClient.from_kubeconfig(args.virtual_kubeconfig, "virtual")
-        host = (await KubeClient.from_kubeconfig(args.host_kubeconfig, "host") if args.host_kubeconfig
-                else KubeClient.in_cluster("host"))
+        virtual = await KubeClient.from_kubeconfig(args.virtual_kubeconfig, "virtual", user_agent=agent)
+        host = (await KubeClient.from_kubeconfig(args.host_kubeconfig, "host", user_agent=agent)
+                if args.host_kubeconfig else KubeClient.in_cluster("host", user_agent=agent))
     except Exception as e:
         log.error("cannot set up the cluster clients: %s", e)
         return EXIT_FAILURE
+    elector = None
+    if args.leader_elect:
+        try:
+            elector = LeaderElector(host, args.leader_election_namespace or args.host_namespace,
+                                    args.leader_election_id or f"runtimeclass-syncer-{args.vcluster_name}", identity,
+                                    lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
+                                    retry_period=args.retry_period)
+        except ValueError as e:
+            print(f"error: invalid leader election timing: {e}", file=sys.stderr)
+            await host.close()
+            await virtual.close()
+            return EXIT_CONFIG
     syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
                                                    host_namespace=args.host_namespace,
                                                    pod_workers=args.pod_workers), patcher=patcher)
@@ -124,13 +148,16 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
              __version__, args.vcluster_name, args.host_namespace,
              "enabled" if config.enabled else "disabled", str(config.selector) or "<everything>")
     try:
-        await syncer.run(stop)
+        await syncer.run(stop, elector)
     finally:
         await probes.stop()
         await host.close()
         await virtual.close()
         if patcher is not None:
             await patcher.close()
+    if syncer.lost_leadership:
+        log.error("exiting: leadership lost (a restart rejoins the election as a follower)")
+        return EXIT_FAILURE
     log.info("stopped")
     return EXIT_OK
 

@@ -33,6 +33,7 @@ from syncer.kube.client import KubeClient
 from syncer.kube.controller import Controller
 from syncer.kube.events import EventRecorder
 from syncer.kube.informer import Handlers, Informer
+from syncer.kube.leader import LeaderElector
 from syncer.kube.resources import PODS, RUNTIMECLASSES
 from syncer.kube.workqueue import WorkQueue
 from syncer.metrics import Metrics
@@ -94,12 +95,15 @@ def _pod_changed(old: Obj, new: Obj) -> bool:
             or om.get("deletionTimestamp") != nm.get("deletionTimestamp") or om.get("uid") != nm.get("uid"))
 
 
-async def _wait_or_stop(aw: Awaitable[Any], stop: asyncio.Event) -> bool:
-    """Wait for `aw` unless `stop` is set first (then `aw` is cancelled). True when `aw` finished."""
+async def _wait_or_stop(aw: Awaitable[Any], *stops: asyncio.Event) -> bool:
+    """Wait for `aw` unless one of `stops` is set first (then `aw` is cancelled). True when `aw` finished."""
     work: asyncio.Future[Any] = asyncio.ensure_future(aw)
-    stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    stopping.cancel()
+    waiters = [asyncio.ensure_future(s.wait()) for s in stops]
+    try:
+        await asyncio.wait({work, *waiters}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()
     if work.done():
         return True
     work.cancel()
@@ -171,6 +175,8 @@ class Syncer:
                                                workers=options.rc_workers))
         self.caches_synced = asyncio.Event()
         self.ready_event = asyncio.Event()
+        self.following = False  # waiting to become leader (leader election only)
+        self.lost_leadership = False
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------ event handlers (map to keys)
@@ -204,8 +210,11 @@ class Syncer:
 
     @property
     def ready(self) -> bool:
-        """Caches synced, first full reconcile done, and every informer currently healthy."""
-        return self.ready_event.is_set() and all(i.last_error is None for i in self.informers)
+        """Caches synced and every informer healthy, and either the first full reconcile done or this
+        replica a follower (followers are ready to take over; they do not write)."""
+        return ((self.ready_event.is_set() or (self.following and self.caches_synced.is_set()))
+                and all(i.last_error is None for i in self.informers)
+                and not any(c.forbidden for c in self.controllers))
 
     def readiness_detail(self) -> list[str]:
         """Why the syncer is not ready (empty when ready)."""
@@ -213,6 +222,8 @@ class Syncer:
                for i in self.informers if not i.synced.is_set()]
         why += [f"informer {i.name} failing: {i.last_error}" for i in self.informers
                 if i.synced.is_set() and i.last_error is not None]
+        why += [f"forbidden to {verb} {resource} on the {cluster} cluster: {msg}" for c in self.controllers
+                for (cluster, verb, resource), msg in c.forbidden.items()]
         if not why and not self.ready_event.is_set():
             why.append("first reconcile not finished")
         return why
@@ -227,29 +238,47 @@ class Syncer:
         """True while every loop is running."""
         return bool(self._tasks) and not any(t.done() for t in self._tasks)
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Run until `stop` is set."""
+    async def run(self, stop: asyncio.Event, elector: LeaderElector | None = None) -> None:
+        """Run until `stop` is set. With an `elector`, controllers (all writes) run only while this
+        replica leads; a lost lease stops them at once and sets `lost_leadership`."""
         self._tasks = [asyncio.create_task(i.run(stop), name=f"informer {i.name}") for i in self.informers]
+        halt = asyncio.Event()  # stop, or leadership lost
         try:
             if not await _wait_or_stop(asyncio.gather(*(i.synced.wait() for i in self.informers)), stop):
                 return
             self.caches_synced.set()
             log.info("all caches synced: %d virtual pods, %d host pods, %d host and %d virtual runtime classes",
                      len(self.virtual_pods), len(self.host_pods), len(self.host_rcs), len(self.virtual_rcs))
+            if elector is not None:
+                self.following = True
+                self._tasks.append(asyncio.create_task(elector.run(), name="leader election"))
+                if not await _wait_or_stop(elector.leading.wait(), stop, elector.lost):
+                    self.lost_leadership = elector.lost.is_set()
+                    return
+                self.following = False
             for c in self.controllers:
                 c.start_first_pass(c.queue.queued())
-                self._tasks.append(asyncio.create_task(c.run(stop), name=f"controller {c.name}"))
-            if await _wait_or_stop(asyncio.gather(*(c.first_pass_done.wait() for c in self.controllers)), stop):
+                self._tasks.append(asyncio.create_task(c.run(halt), name=f"controller {c.name}"))
+            lost = elector.lost if elector is not None else asyncio.Event()
+            if await _wait_or_stop(asyncio.gather(*(c.first_pass_done.wait() for c in self.controllers)),
+                                   stop, lost):
                 self.ready_event.set()
                 log.info("first reconcile done; ready")
-            await stop.wait()
+            await _wait_or_stop(lost.wait(), stop)
+            if lost.is_set():
+                self.lost_leadership = True
         finally:
+            halt.set()
             await self._finish()
+            if elector is not None:
+                await elector.release()
 
     async def _finish(self) -> None:
         """Informers stop at once (a watch may be silent for a minute); controllers get up to 6 s to
         finish in-flight reconciles, then are cancelled."""
-        informers = [t for t in self._tasks if t.get_name().startswith("informer ")]
+        informers = [t for t in self._tasks if t.get_name().startswith(("informer ", "leader election"))]
+        if self.lost_leadership:  # stop writing at once: in-flight reconciles are abandoned
+            informers = list(self._tasks)
         for t in informers:
             t.cancel()
         others = [t for t in self._tasks if t not in informers]

@@ -21,6 +21,7 @@ from syncer.manager import Options, Syncer
 
 Obj = dict[str, Any]
 HOST_NS = "vc-test"
+TEST_AGENT = "tests"  # the user agent of the tests' own clients; the syncer's is runtimeclass-syncer/<version>
 VCLUSTER = "test"
 
 
@@ -42,8 +43,8 @@ async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
             EmbeddedAPIServer("virtual", runtime_class_admission=False, bookmark_interval=0.5) as vs:
         hk = hs.write_kubeconfig(tmp_path / "host.kubeconfig", HOST_NS)
         vk = vs.write_kubeconfig(tmp_path / "virtual.kubeconfig")
-        host = await KubeClient.from_kubeconfig(str(hk), "host")
-        virtual = await KubeClient.from_kubeconfig(str(vk), "virtual")
+        host = await KubeClient.from_kubeconfig(str(hk), "host", user_agent=TEST_AGENT)
+        virtual = await KubeClient.from_kubeconfig(str(vk), "virtual", user_agent=TEST_AGENT)
         await host.create(NAMESPACES, {"metadata": {"name": HOST_NS}})
         try:
             yield Clusters(hs, vs, hk, vk, host, virtual)

@@ -113,7 +113,7 @@ class EmbeddedAPIServer:
         self.token = token
         self.storage = Storage(history_size)
         self.faults = FaultInjector()
-        self.requests: list[tuple[str, str]] = []  # (method, path) of every request, for tests
+        self.requests: list[tuple[str, str, str]] = []  # (method, path, user agent) of every request, for tests
         self._runner: web.AppRunner | None = None
         self._by_path = {(r.group, r.version, r.plural): r for r in ALL_RESOURCES}
         self._seed()
@@ -144,6 +144,15 @@ class EmbeddedAPIServer:
             server = site._server
             assert server is not None
             self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+
+    def cut_watches(self) -> int:
+        """End every open watch stream now (as a load balancer or an API server restart does). Returns
+        how many were open; clients must resume from their last resourceVersion."""
+        return self.storage.close_watches()
+
+    def expire_history(self) -> None:
+        """Forget the watch history: every resume from an older resourceVersion gets 410 Expired."""
+        self.storage.expire_history()
 
     async def stop(self) -> None:
         """Stop serving: open watches end, the port is released; stored state is kept."""
@@ -189,7 +198,7 @@ class EmbeddedAPIServer:
     # ------------------------------------------------------------------ routing
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        self.requests.append((request.method, request.path))
+        self.requests.append((request.method, request.path, request.headers.get("User-Agent", "")))
         try:
             if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
                 raise StatusError(401, "Unauthorized", "Unauthorized")

@@ -22,11 +22,14 @@ import aiohttp
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
+from syncer import __version__
 from syncer.kube.resources import PODS, APIResource
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+DEFAULT_USER_AGENT = f"runtimeclass-syncer/{__version__}"
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -97,14 +100,16 @@ class KubeClient:
         request_timeout: seconds before a non-watch request is abandoned (ApiError status 0).
     """
 
-    def __init__(self, api: k8s_client.ApiClient, cluster: str, request_timeout: float = 30.0) -> None:
+    def __init__(self, api: k8s_client.ApiClient, cluster: str, request_timeout: float = 30.0,
+                 user_agent: str = DEFAULT_USER_AGENT) -> None:
         self.api = api
+        self.api.user_agent = user_agent  # shows up in the API servers' audit logs
         self.cluster = cluster
         self.request_timeout = request_timeout
 
     @classmethod
     async def from_kubeconfig(cls, path: str, cluster: str, context: str | None = None,
-                              request_timeout: float = 30.0) -> KubeClient:
+                              request_timeout: float = 30.0, user_agent: str = DEFAULT_USER_AGENT) -> KubeClient:
         """Build a client from a kubeconfig file (its current context unless `context` is given).
 
         Raises:
@@ -113,10 +118,11 @@ class KubeClient:
         cfg = k8s_client.Configuration()
         await k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
                                           persist_config=False)
-        return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout)
+        return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout, user_agent)
 
     @classmethod
-    def in_cluster(cls, cluster: str, request_timeout: float = 30.0) -> KubeClient:
+    def in_cluster(cls, cluster: str, request_timeout: float = 30.0,
+                   user_agent: str = DEFAULT_USER_AGENT) -> KubeClient:
         """Build a client from the pod's service account (KUBERNETES_SERVICE_HOST, mounted token).
 
         Raises:
@@ -124,7 +130,7 @@ class KubeClient:
         """
         cfg = k8s_client.Configuration()
         k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout)
+        return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout, user_agent)
 
     async def close(self) -> None:
         """Close the connection pool."""

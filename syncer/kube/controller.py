@@ -2,7 +2,9 @@
 
 A reconcile takes a key, compares desired with actual state and writes the difference. It returns
 None when done, or a number of seconds after which the key should be looked at again; it raises to
-ask for a retry with per-key exponential backoff. A failing key never stops the other keys.
+ask for a retry with per-key exponential backoff (at least the server's Retry-After on 429/503). A
+failing key never stops the other keys. A 403 (missing RBAC) is logged once per verb, resource and
+cluster, at error level, naming the group, instead of on every retry.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class Controller:
         self.workers = workers
         self.first_pass: set[str] = set()
         self.first_pass_done = asyncio.Event()
+        self.forbidden: dict[tuple[str, str, str], str] = {}  # (cluster, verb, resource) -> message
+        self._forbidden_keys: dict[tuple[str, str, str], set[str]] = {}  # cleared as those keys succeed
         metrics.workqueue_depth.labels(name=queue.name).set_function(lambda: len(queue))
 
     def start_first_pass(self, keys: set[str]) -> None:
@@ -85,6 +89,7 @@ class Controller:
                 self._failed(key, e)
             else:
                 self.queue.forget(key)
+                self._clear_forbidden(key)
                 if requeue_after is not None:
                     self.metrics.reconcile_total.labels(self.name, "requeue_after").inc()
                     self.queue.add_after(key, requeue_after)
@@ -98,13 +103,32 @@ class Controller:
                 if not self.first_pass:
                     self.first_pass_done.set()
 
+    def _clear_forbidden(self, key: str) -> None:
+        for cause in [c for c, keys in self._forbidden_keys.items() if key in keys]:
+            self._forbidden_keys[cause].discard(key)
+            if not self._forbidden_keys[cause]:
+                del self._forbidden_keys[cause]
+                self.forbidden.pop(cause, None)
+                log.info("%s: %s %s on the %s cluster is allowed again", self.name, cause[1], cause[2], cause[0])
+
     def _failed(self, key: str, e: Exception) -> None:
         self.metrics.reconcile_total.labels(self.name, "error").inc()
         self.metrics.reconcile_errors.labels(self.name).inc()
         self.metrics.workqueue_retries.labels(self.queue.name).inc()
         retries = self.queue.num_requeues(key)
-        if isinstance(e, (ApiError, ReconcileError)):
+        if isinstance(e, ApiError) and e.status == 403:
+            cause = (e.cluster, e.verb, e.resource)
+            if cause not in self.forbidden:
+                group = e.resource.split(".", 1)[1] if "." in e.resource else "core"
+                log.error("%s: forbidden to %s %s (group %s) on the %s cluster; check the RBAC of the syncer: %s",
+                          self.name, e.verb, e.resource.split(".", 1)[0], group, e.cluster, e.message)
+            self.forbidden[cause] = e.message
+            self._forbidden_keys.setdefault(cause, set()).add(key)
+        elif isinstance(e, (ApiError, ReconcileError)):
             log.warning("%s %s: %s (retry %d)", self.name, key, e, retries + 1)
         else:
             log.exception("%s %s: reconcile failed (retry %d)", self.name, key, retries + 1)
-        self.queue.add_rate_limited(key)
+        delay = self.queue.rate_limiter.when(key)
+        if isinstance(e, ApiError) and e.retry_after:
+            delay = max(delay, e.retry_after)
+        self.queue.add_after(key, delay)

@@ -126,9 +126,9 @@ class Informer:
             return
         self._errors_seen.add(cause)
         if e.status == 403:
-            log.error("%s: forbidden to %s %s on the %s cluster (check RBAC for %s): %s", self.name, e.verb,
-                      self.resource.plural, self.client.cluster,
-                      f"resource {self.resource.plural!r} in group {self.resource.group or 'core'!r}", e.message)
+            log.error("%s: forbidden to %s %s (group %s) on the %s cluster; check the RBAC of the syncer: %s",
+                      self.name, e.verb, self.resource.plural, self.resource.group or "core", self.client.cluster,
+                      e.message)
         else:
             log.warning("%s: %s; retrying with backoff", self.name, e)
 

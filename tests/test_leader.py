@@ -1,0 +1,99 @@
+"""High availability: leader election on a Lease; only the leader writes; failover between two real
+syncer processes; a leader that cannot renew its lease stops writing at once."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from syncer.config.model import parse_config
+from syncer.kube.client import KubeClient
+from syncer.kube.leader import LeaderElector
+from syncer.kube.resources import LEASES, RUNTIMECLASSES
+from syncer.manager import Options, Syncer
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, rc, virtual_rc_names
+from tests.procs import SyncerProcess
+
+FAST = ["--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1"]  # retry >= 1 s (library)
+
+
+def writers(c: Clusters) -> set[str]:
+    """Identities (from the user agent) that wrote virtual RuntimeClasses."""
+    out = set()
+    for method, path, agent in c.virtual_server.requests:
+        m = re.search(r"\((.+)\)$", agent)
+        if m and method in ("POST", "PUT", "PATCH", "DELETE") and "runtimeclasses" in path:
+            out.add(m.group(1))
+    return out
+
+
+async def test_failover_between_two_processes(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+    args = ["--config", "examples/vcluster-matchlabels.yaml", "--virtual-kubeconfig", str(clusters.virtual_kubeconfig),
+            "--host-kubeconfig", str(clusters.host_kubeconfig), "--vcluster-name", VCLUSTER,
+            "--host-namespace", HOST_NS, "--leader-elect", *FAST]
+    a, b = await SyncerProcess(*args).start(), await SyncerProcess(*args).start()
+    try:
+        first = await asyncio.wait_for(_first_leader(a, b), 20)
+        other = b if first is a else a
+        leader_id = re.search(r"(\S+) became the leader", await first.wait_for_line("became the leader")).group(1)
+        await virtual_rc_names(clusters, lambda n: n == {"gvisor"}, "synced by the leader")
+        await other.wait_for_line("is waiting to become the leader")
+        assert writers(clusters) == {leader_id}  # the follower never wrote
+        lease = await clusters.host.get(LEASES, f"runtimeclass-syncer-{VCLUSTER}", HOST_NS)
+        assert lease["spec"]["holderIdentity"] == leader_id
+
+        assert await first.stop("kill") != 0  # the leader dies without releasing the lease
+        line = await other.wait_for_line("became the leader", timeout=20)
+        new_id = re.search(r"(\S+) became the leader", line).group(1)
+        await clusters.host.create(RUNTIMECLASSES, rc("youki", labels={"environment": "development"}))
+        await virtual_rc_names(clusters, lambda n: n == {"gvisor", "youki"}, "synced by the new leader")
+        assert writers(clusters) == {leader_id, new_id}
+        assert await other.stop() == 0
+        released = await clusters.host.get(LEASES, f"runtimeclass-syncer-{VCLUSTER}", HOST_NS)
+        assert not released["spec"].get("holderIdentity")  # a clean stop releases the lease
+    finally:
+        for p in (a, b):
+            if p.proc is not None and p.proc.returncode is None:
+                await p.stop("kill")
+
+
+async def _first_leader(a: SyncerProcess, b: SyncerProcess) -> SyncerProcess:
+    ta = asyncio.create_task(a.wait_for_line("became the leader"))
+    tb = asyncio.create_task(b.wait_for_line("became the leader"))
+    done, pending = await asyncio.wait({ta, tb}, return_when=asyncio.FIRST_COMPLETED)
+    for t in pending:
+        t.cancel()
+    (winner,) = done
+    winner.result()  # re-raises when that process died instead
+    return a if winner is ta else b
+
+
+async def test_a_lost_lease_stops_writing_at_once(clusters: Clusters) -> None:
+    config = parse_config({"sync": {"fromHost": {"runtimeClasses": {"enabled": True}}}})
+    host = await KubeClient.from_kubeconfig(str(clusters.host_kubeconfig), "host", user_agent="syncer (one)")
+    virtual = await KubeClient.from_kubeconfig(str(clusters.virtual_kubeconfig), "virtual", user_agent="syncer (one)")
+    elector = LeaderElector(host, HOST_NS, "lease", "one", lease_duration=3, renew_deadline=2.5, retry_period=1)
+    syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS))
+    stop = asyncio.Event()
+    task = asyncio.create_task(syncer.run(stop, elector))
+    try:
+        await asyncio.wait_for(syncer.ready_event.wait(), 10)
+        await clusters.host.create(RUNTIMECLASSES, rc("a"))
+        await virtual_rc_names(clusters, lambda n: "a" in n, "synced while leading")
+        clusters.host_server.faults.fail(500, resource="leases", times=10_000)  # renewals fail from now on
+        await asyncio.wait_for(task, 10)  # returns by itself: leadership lost
+        assert syncer.lost_leadership and elector.lost.is_set()
+        clusters.host_server.faults.clear()
+        before = writers(clusters)
+        await clusters.host.create(RUNTIMECLASSES, rc("b"))
+        await clusters.virtual.create(RUNTIMECLASSES, rc("local"))  # a leader would delete this
+        await virtual_rc_names(clusters, lambda n: {"a", "local"} <= n, "state as the test left it")
+        assert writers(clusters) == before
+        assert all(t.done() for t in syncer._tasks)
+    finally:
+        stop.set()
+        if not task.done():
+            await task
+        await host.close()
+        await virtual.close()
