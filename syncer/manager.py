@@ -83,7 +83,8 @@ def _host_pod_transform(obj: Obj) -> Obj:
 
 
 def _rc_index(pod: Obj) -> list[str]:
-    rcn = (pod.get("spec") or {}).get("runtimeClassName")
+    spec = pod.get("spec")
+    rcn = spec.get("runtimeClassName") if isinstance(spec, dict) else None
     return [rcn] if isinstance(rcn, str) and rcn else []
 
 

@@ -73,6 +73,7 @@ class PodReconciler:
         self.virtual = virtual
         self.recorder = recorder
         self.metrics = metrics
+        self._skipped: dict[str, str] = {}  # malformed virtual pods already logged, by resourceVersion
 
     def host_key(self, namespace: str, name: str) -> str:
         """Cache key of the host pod for virtual pod `namespace/name`."""
@@ -81,7 +82,9 @@ class PodReconciler:
     def owns(self, hpod: Obj, namespace: str, name: str) -> bool:
         """True when `hpod` was synced by this vcluster from virtual pod `namespace/name`."""
         meta = hpod.get("metadata") or {}
-        labels, ann = meta.get("labels") or {}, meta.get("annotations") or {}
+        labels, ann = meta.get("labels"), meta.get("annotations")
+        if not isinstance(labels, dict) or not isinstance(ann, dict):
+            return False
         return (labels.get(translate.MANAGED_BY) == self.vcluster_name
                 and ann.get(translate.OBJECT_NAMESPACE) == namespace and ann.get(translate.OBJECT_NAME) == name)
 
@@ -97,12 +100,24 @@ class PodReconciler:
             log.warning("pod key %r has no namespace; ignored", key)
             return None
         vpod = self.virtual_pods.get(key)
+        if vpod is not None:
+            problem = translate.pod_shape_error(vpod)
+            if problem is not None:
+                rv = str((vpod.get("metadata") or {}).get("resourceVersion") or "")
+                if self._skipped.get(key) != rv:
+                    self._skipped[key] = rv
+                    log.warning("skipped virtual pod %s: %s", key, problem)
+                return None
+            self._skipped.pop(key, None)
         hpod = self.host_pods.get(self.host_key(namespace, name))
         if hpod is not None and not self.owns(hpod, namespace, name):
             hpod = None  # same name, another owner: never touched (create reports the conflict)
         if vpod is None:
             if hpod is not None:
                 await self._virtual_gone(key, name, hpod)
+            return None
+        if hpod is not None and self._stale(hpod, vpod):
+            await self._replace_stale(key, name, vpod, hpod)
             return None
         rc_name = (vpod.get("spec") or {}).get("runtimeClassName") or ""
         decision = self.decide(name, rc_name)
@@ -118,6 +133,24 @@ class PodReconciler:
         return None
 
     # ------------------------------------------------------------------ the cases
+
+    @staticmethod
+    def _stale(hpod: Obj, vpod: Obj) -> bool:
+        """The host pod was synced from an earlier virtual pod of the same name (deleted and re-created
+        before we saw it): its spec is immutable, so it cannot be updated into the new pod."""
+        uid = (hpod["metadata"].get("annotations") or {}).get(translate.OBJECT_UID)
+        return bool(uid) and uid != vpod["metadata"].get("uid")
+
+    async def _replace_stale(self, key: str, name: str, vpod: Obj, hpod: Obj) -> None:
+        rc_name = (hpod["metadata"].get("annotations") or {}).get(translate.VIRTUAL_RUNTIME_CLASS) or ""
+        if self.decide(name, rc_name).allowed:
+            log.info("host pod %s/%s belongs to an earlier virtual pod %s; deleting it so the new one can sync",
+                     self.host_namespace, hpod["metadata"]["name"], key)
+            await self._delete_host(hpod, None)  # its deletion event brings this key back
+            return
+        msg = (f'did not sync pod "{name}" to host because host pod "{self.host_namespace}/{hpod["metadata"]["name"]}" '
+               "still belongs to an earlier, orphaned pod of the same name; delete it in the host cluster")
+        await self._refuse(vpod, (vpod.get("spec") or {}).get("runtimeClassName") or "", msg)
 
     async def _virtual_gone(self, key: str, name: str, hpod: Obj) -> None:
         rc_name = ((hpod["metadata"].get("annotations") or {}).get(translate.VIRTUAL_RUNTIME_CLASS) or "")

@@ -24,6 +24,7 @@ from syncer.config.model import SyncerConfig
 from syncer.controllers.gate import runtime_class_matches
 from syncer.controllers.translate import (
     is_controlled_by_other,
+    runtime_class_shape_error,
     runtime_class_view,
     virtual_runtime_class,
 )
@@ -70,7 +71,7 @@ class RuntimeClassReconciler:
         host = self.host_rcs.get(name)
         if host is None or not runtime_class_matches(self.config, host):
             return None
-        out = virtual_runtime_class(host)
+        out = virtual_runtime_class(host)  # callers have checked runtime_class_shape_error(host)
         if self.patcher is not None:
             out = await self.patcher.apply(out, host, actual)
             out["metadata"]["name"] = name
@@ -81,6 +82,11 @@ class RuntimeClassReconciler:
         host = self.host_rcs.get(name)
         actual = self.virtual_rcs.get(name)
         if is_controlled_by_other(host) or is_controlled_by_other(actual):
+            return None
+        problem = runtime_class_shape_error(host) if host is not None else None
+        if problem is not None:
+            assert host is not None
+            self._log_once(name, host, f"skipped host runtime class {name!r}: {problem}")
             return None
         try:
             desired = await self.desired(name, actual)
@@ -119,11 +125,15 @@ class RuntimeClassReconciler:
         return None
 
     def _log_not_matching(self, name: str, host: Obj) -> None:
+        self._log_once(name, host, f"did not sync runtime class \"{name}\" because it does not match the selector "
+                                   "under 'sync.fromHost.runtimeClasses.selector'", logging.INFO)
+
+    def _log_once(self, name: str, host: Obj, message: str, level: int = logging.WARNING) -> None:
+        """Log `message` once per host resourceVersion of `name` (reconciles of an unchanged object are quiet)."""
         rv = str((host.get("metadata") or {}).get("resourceVersion") or "")
         if self._refusal_logged.get(name) != rv:
             self._refusal_logged[name] = rv
-            log.info("did not sync runtime class \"%s\" because it does not match the selector under "
-                     "'sync.fromHost.runtimeClasses.selector'", name)
+            log.log(level, "%s", message)
 
     async def _create(self, desired: Obj) -> None:
         try:

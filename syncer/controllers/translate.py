@@ -159,9 +159,11 @@ def host_pod_update(desired: Obj, actual: Obj) -> list[Obj]:
 
 def virtual_key_of_host_pod(hpod: Obj) -> str | None:
     """`namespace/name` of the virtual pod a host pod was synced from (from its annotations)."""
-    ann = (hpod.get("metadata") or {}).get("annotations") or {}
+    ann = (hpod.get("metadata") or {}).get("annotations")
+    if not isinstance(ann, dict):
+        return None
     name, ns = ann.get(OBJECT_NAME), ann.get(OBJECT_NAMESPACE)
-    return f"{ns}/{name}" if name and ns else None
+    return f"{ns}/{name}" if isinstance(name, str) and isinstance(ns, str) and name and ns else None
 
 
 def status_update(hpod: Obj, vpod: Obj) -> Obj | None:
@@ -170,3 +172,39 @@ def status_update(hpod: Obj, vpod: Obj) -> Obj | None:
     hs, vs = hpod.get("status") or {}, vpod.get("status") or {}
     patch = {f: hs.get(f) for f in STATUS_FIELDS if hs.get(f) != vs.get(f)}
     return {"status": patch} if patch else None
+
+
+def pod_shape_error(pod: Obj) -> str | None:
+    """Why a pod from an API server cannot be translated (None when it can): the fields translation
+    reads must have the types the Kubernetes API gives them."""
+    meta, spec = pod.get("metadata"), pod.get("spec")
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in ("name", "namespace")):
+        return "metadata.name and metadata.namespace must be strings"
+    for k in ("labels", "annotations"):
+        if meta.get(k) is not None and not isinstance(meta[k], dict):
+            return f"metadata.{k} is not an object"
+    if not isinstance(spec, dict):
+        return "spec is not an object"
+    for field in ("containers", "initContainers", "ephemeralContainers", "volumes"):
+        value = spec.get(field)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(c, dict) for c in value)):
+            return f"spec.{field} is not a list of objects"
+    if spec.get("runtimeClassName") is not None and not isinstance(spec["runtimeClassName"], str):
+        return "spec.runtimeClassName is not a string"
+    return None
+
+
+def runtime_class_shape_error(rc: Obj) -> str | None:
+    """Why a host RuntimeClass cannot be copied (None when it can)."""
+    meta = rc.get("metadata")
+    if not isinstance(meta, dict):
+        return "metadata is not an object"
+    for k in ("labels", "annotations"):
+        if meta.get(k) is not None and not isinstance(meta[k], dict):
+            return f"metadata.{k} is not an object"
+    if not isinstance(rc.get("handler"), str):
+        return "handler is not a string"
+    for k in ("overhead", "scheduling"):
+        if rc.get(k) is not None and not isinstance(rc[k], dict):
+            return f"{k} is not an object"
+    return None

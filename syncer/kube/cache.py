@@ -95,11 +95,14 @@ class Store:
         """
         key = object_key(obj)
         new = self._transform(obj)
+        values = {name: fn(new) for name, fn in self._indexers.items()}  # may raise: nothing changed yet
         old = self._items.get(key)
         if old is not None:
             self._unindex(key, old)
         self._items[key] = new
-        self._index(key, new)
+        for name, vals in values.items():
+            for value in vals:
+                self._indexes[name].setdefault(value, set()).add(key)
         return old, new
 
     def delete(self, obj_or_key: Obj | str) -> Obj | None:
@@ -109,11 +112,6 @@ class Store:
         if old is not None:
             self._unindex(key, old)
         return old
-
-    def _index(self, key: str, obj: Obj) -> None:
-        for name, fn in self._indexers.items():
-            for value in fn(obj):
-                self._indexes[name].setdefault(value, set()).add(key)
 
     def _unindex(self, key: str, obj: Obj) -> None:
         for name, fn in self._indexers.items():
