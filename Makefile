@@ -24,9 +24,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/patches.py
+	$(BIN)/python bench/convergence.py --steps 400
 
 soak: $(STAMP)
-	$(BIN)/python -m pytest -m soak
+	$(BIN)/python bench/convergence.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--metrics-bind-address", default="", help="serve /metrics here, e.g. :8080 (default: off)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument("--pod-workers", type=int, default=4, help="concurrent pod reconciles (default 4)")
+    run.add_argument("--request-timeout", type=float, default=30.0,
+                     help="seconds before a hung API request is abandoned and retried (default 30)")
     run.add_argument("--leader-elect", action="store_true",
                      help="campaign for a Lease in the host cluster and write only while leading (several replicas)")
     run.add_argument("--leader-election-id", help="Lease name (default: runtimeclass-syncer-<vcluster name>)")
@@ -115,9 +117,12 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
     identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
     agent = f"{DEFAULT_USER_AGENT} ({identity})"
     try:
-        virtual = await KubeClient.from_kubeconfig(args.virtual_kubeconfig, "virtual", user_agent=agent)
-        host = (await KubeClient.from_kubeconfig(args.host_kubeconfig, "host", user_agent=agent)
-                if args.host_kubeconfig else KubeClient.in_cluster("host", user_agent=agent))
+        timeout = args.request_timeout
+        virtual = await KubeClient.from_kubeconfig(args.virtual_kubeconfig, "virtual", request_timeout=timeout,
+                                                   user_agent=agent)
+        host = (await KubeClient.from_kubeconfig(args.host_kubeconfig, "host", request_timeout=timeout,
+                                                 user_agent=agent)
+                if args.host_kubeconfig else KubeClient.in_cluster("host", request_timeout=timeout, user_agent=agent))
     except Exception as e:
         log.error("cannot set up the cluster clients: %s", e)
         return EXIT_FAILURE

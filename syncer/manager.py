@@ -88,6 +88,13 @@ def _rc_index(pod: Obj) -> list[str]:
     return [rcn] if isinstance(rcn, str) and rcn else []
 
 
+def _host_rc_index(hpod: Obj) -> list[str]:
+    """Host pods by the runtime class their virtual pod named (finds orphans whose virtual pod is gone)."""
+    ann = (hpod.get("metadata") or {}).get("annotations")
+    rcn = ann.get(translate.VIRTUAL_RUNTIME_CLASS) if isinstance(ann, dict) else None
+    return [rcn] if isinstance(rcn, str) and rcn else []
+
+
 def _pod_changed(old: Obj, new: Obj) -> bool:
     """A virtual pod change the pod reconciler must look at (not just a status write)."""
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
@@ -108,6 +115,8 @@ async def _wait_or_stop(aw: Awaitable[Any], *stops: asyncio.Event) -> bool:
     if work.done():
         return True
     work.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await work
     return False
 
 
@@ -134,7 +143,7 @@ class Syncer:
         self.host_rcs = Store()
         self.virtual_rcs = Store()
         self.virtual_pods = Store(indexers={RC_INDEX: _rc_index})
-        self.host_pods = Store(transform=_host_pod_transform)
+        self.host_pods = Store(transform=_host_pod_transform, indexers={RC_INDEX: _host_rc_index})
 
         self.pod_queue = WorkQueue("pod", on_add=lambda _: m.workqueue_adds.labels("pod").inc())
         self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: m.workqueue_adds.labels("runtimeclass").inc())
@@ -206,6 +215,8 @@ class Syncer:
         if self._gate_state(old) != self._gate_state(new):
             for key in self.virtual_pods.keys_by_index(RC_INDEX, name):
                 self.pod_queue.add(key)
+            for hpod in self.host_pods.by_index(RC_INDEX, name):  # incl. orphans whose virtual pod is gone
+                self._enqueue_for_host_pod(hpod)
 
     # ------------------------------------------------------------------ lifecycle
 

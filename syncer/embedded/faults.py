@@ -8,7 +8,7 @@ deletecollection) and resource plural (None matches any), and either fails them 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from syncer.embedded.status import StatusError
 
@@ -25,6 +25,13 @@ class Fault:
     retry_after: int | None = None
     message: str = ""
     hits: int = 0
+    _hit: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    async def wait_hits(self, n: int) -> None:
+        """Wait until this fault has been applied at least `n` times."""
+        while self.hits < n:
+            self._hit.clear()
+            await self._hit.wait()
 
     def matches(self, verb: str, resource: str) -> bool:
         """True when this fault applies to a request of `verb` on `resource` and is not used up."""
@@ -34,6 +41,7 @@ class Fault:
         """Delay, then fail if a status is set. Raises StatusError with the configured status."""
         self.times -= 1
         self.hits += 1
+        self._hit.set()
         if self.latency:
             await asyncio.sleep(self.latency)
         if self.status:

@@ -72,6 +72,7 @@ class Storage:
         self._history: deque[Change] = deque(maxlen=history_size)
         self._compacted = 0  # every change with rv <= this one is gone from the history
         self._watchers: set[Watcher] = set()
+        self.changed = asyncio.Event()  # set on every change; tests clear it and wait (no polling)
 
     def next_rv(self) -> int:
         """Take the next resourceVersion."""
@@ -107,9 +108,11 @@ class Storage:
         return last
 
     def wipe(self) -> None:
-        """Forget every object and the history (a server restarted with an empty etcd)."""
+        """Forget every object and the history (a server restarted with an empty etcd). The wipe takes
+        a version of its own, so every client position from before it, even the latest, gets 410."""
         self._objects.clear()
         self._history.clear()
+        self.rv += 1
         self._compacted = self.rv
 
     def expire_history(self) -> None:
@@ -121,6 +124,7 @@ class Storage:
         if len(self._history) == self._history.maxlen:
             self._compacted = self._history[0].rv
         self._history.append(change)
+        self.changed.set()
         for w in list(self._watchers):
             if w.resource.qualified == change.resource.qualified:
                 w.queue.put_nowait(change)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -245,12 +245,13 @@ class KubeClient:
 
     async def watch(self, res: APIResource, resource_version: str, namespace: str | None = None, *,
                     label_selector: str | None = None, field_selector: str | None = None,
-                    timeout_seconds: int = 300, bookmarks: bool = True) -> AsyncIterator[WatchEvent]:
+                    timeout_seconds: int = 300, bookmarks: bool = True,
+                    on_connected: Callable[[], None] | None = None) -> AsyncIterator[WatchEvent]:
         """Watch changes after `resource_version` until the server ends the stream.
 
         Yields WatchEvents as they arrive (ERROR events are yielded, not raised, so the caller can
-        re-list on 410). A stream that stays silent for `timeout_seconds` + 30 s is treated as hung and
-        raises ApiError status 0.
+        re-list on 410). `on_connected` is called once the server has accepted the request. A stream
+        that stays silent for `timeout_seconds` + 30 s is treated as hung and raises ApiError status 0.
 
         Raises:
             ApiError: the request failed or the connection broke.
@@ -262,6 +263,8 @@ class KubeClient:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout,
                                         sock_read=timeout_seconds + 30)
         resp = await self._send("watch", res, "GET", res.path(namespace), query=query, timeout=timeout)
+        if on_connected is not None:
+            on_connected()  # the server accepted the watch: the connection is healthy again
         try:
             async for line in resp.content:
                 if not line.strip():

@@ -132,6 +132,12 @@ class Informer:
         else:
             log.warning("%s: %s; retrying with backoff", self.name, e)
 
+    def _connected(self) -> None:
+        if self.last_error is not None:
+            log.info("%s: watching again after: %s", self.name, self.last_error)
+        self.last_error = None
+        self._errors_seen.clear()
+
     async def _list(self) -> None:
         result = await self.client.list(self.resource, self.namespace, label_selector=self.label_selector)
         items = result.get("items") or []
@@ -149,7 +155,7 @@ class Informer:
         self._rv = rv
         self.lists += 1
         self.backoff.reset()
-        self._errors_seen.clear()
+        self._connected()
         if not self.synced.is_set():
             log.info("%s: cache synced with %d objects at resourceVersion %s", self.name, len(self.store), rv)
         self.synced.set()
@@ -158,7 +164,8 @@ class Informer:
         assert self._rv is not None
         timeout = int(self.watch_timeout * random.uniform(1.0, 2.0))
         async for ev in self.client.watch(self.resource, self._rv, self.namespace,
-                                          label_selector=self.label_selector, timeout_seconds=timeout):
+                                          label_selector=self.label_selector, timeout_seconds=timeout,
+                                          on_connected=self._connected):
             if stop.is_set():
                 return
             if ev.type == "ERROR":

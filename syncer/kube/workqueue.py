@@ -148,6 +148,11 @@ class WorkQueue:
         self._waiting[key] = (at, loop.call_at(at, self._fire, key))
         self._idle.clear()
 
+    def pending_delay(self, key: str) -> float | None:
+        """Seconds until a delayed add of `key` fires (None when none is pending)."""
+        pending = self._waiting.get(key)
+        return None if pending is None else pending[0] - asyncio.get_running_loop().time()
+
     def _fire(self, key: str) -> None:
         self._waiting.pop(key, None)
         self.add(key)

@@ -1,0 +1,427 @@
+"""Randomised convergence scenarios: random interleavings of user actions, configuration changes,
+syncer restarts and API-server faults, then a check of every invariant of behaviour.md sections 2 and 3
+once the system is quiet again. Used by the property-based tests (tests/test_convergence.py, a fixed
+seed set in every CI run) and the soak (`python bench/convergence.py`), which reports the figures.
+
+The invariants are computed from the servers' actual final state, not from a model of what the steps
+should have done, so the driver's own requests may be hit by the injected faults without confusing
+the check. The syncer's requests are told apart from the driver's by their user agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import re
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from syncer.config.model import SyncerConfig, parse_config
+from syncer.controllers import gate, translate
+from syncer.embedded.apiserver import EmbeddedAPIServer
+from syncer.kube.client import ApiError, KubeClient
+from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
+from syncer.manager import Options, Syncer
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+VCLUSTER = "chaos"
+HOST_NS = "vc-chaos"
+SYNCER_AGENT = "runtimeclass-syncer (chaos)"
+DRIVER_AGENT = "chaos-driver"
+RC_NAMES = ("gvisor", "kata", "youki", "runc", "fenced")
+POD_NAMES = ("p0", "p1", "p2", "p3", "p4", "p5")
+SQUATTED_POD = "p5"  # a host pod of another owner sits on p5's host name
+ENVS = ("development", "production", "")
+SELECTORS: dict[str, Obj | None] = {
+    "dev": {"matchLabels": {"environment": "development"}},
+    "not-prod": {"matchExpressions": [{"key": "environment", "operator": "NotIn", "values": ["production"]}]},
+    "all": None,
+}
+FAULT_STATUSES = (409, 429, 500, 503)
+FAULT_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
+FAULT_RESOURCES = ("pods", "runtimeclasses", "events", "")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One action. `op` is one of OPS; `a`, `b`, `n` are its arguments (see Scenario.apply)."""
+
+    op: str
+    a: str = ""
+    b: str = ""
+    n: int = 0
+
+
+OPS = ("host_rc_put", "host_rc_delete", "virtual_rc_put", "virtual_rc_delete", "pod_create", "pod_delete",
+       "pod_label", "config", "syncer_restart", "fault", "cut_watches", "expire_history", "server_restart",
+       "latency", "server_wipe")
+
+
+def random_step(rng: random.Random) -> Step:
+    """A random step, weighted towards user actions, for the soak."""
+    op = rng.choices(OPS, weights=(8, 3, 3, 2, 6, 3, 3, 1, 1, 4, 2, 1, 1, 1, 0.2))[0]
+    if op in ("host_rc_put", "virtual_rc_put"):
+        return Step(op, rng.choice(RC_NAMES), rng.choice(ENVS))
+    if op in ("host_rc_delete", "virtual_rc_delete"):
+        return Step(op, rng.choice(RC_NAMES))
+    if op == "pod_create":
+        return Step(op, rng.choice(POD_NAMES), rng.choice((*RC_NAMES, "")))
+    if op in ("pod_delete", "pod_label"):
+        return Step(op, rng.choice(POD_NAMES), str(rng.randint(0, 9)))
+    if op == "config":
+        return Step(op, rng.choice(tuple(SELECTORS)))
+    if op == "fault":
+        return Step(op, rng.choice(("host", "virtual")), f"{rng.choice(FAULT_VERBS)}/{rng.choice(FAULT_RESOURCES)}",
+                    rng.choice(FAULT_STATUSES) * 10 + rng.randint(1, 3))
+    if op in ("cut_watches", "expire_history", "server_restart", "latency", "server_wipe"):
+        return Step(op, rng.choice(("host", "virtual")))
+    return Step(op)
+
+
+@dataclass
+class Report:
+    """Figures of one or more scenarios."""
+
+    scenarios: int = 0
+    steps: int = 0
+    restarts: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+    lost: int = 0
+    converge_seconds: list[float] = field(default_factory=list)
+
+    def merge(self, other: Report) -> None:
+        """Add another report's figures to this one."""
+        self.scenarios += other.scenarios
+        self.steps += other.steps
+        self.restarts += other.restarts
+        self.faults.update(other.faults)
+        self.violations += other.violations
+        self.lost += other.lost
+        self.converge_seconds += other.converge_seconds
+
+    def render(self) -> str:
+        """A plain-text summary (the README's reliability figures come from this)."""
+        cs = sorted(self.converge_seconds) or [0.0]
+        lines = [f"scenarios {self.scenarios}, steps {self.steps}, restarts (syncer and API servers) {self.restarts}",
+                 f"faults injected: {sum(self.faults.values())} "
+                 + "(" + ", ".join(f"{k}: {v}" for k, v in sorted(self.faults.items())) + ")",
+                 f"invariant violations: {len(self.violations)}", f"objects lost: {self.lost}",
+                 f"time to converge after the last fault: median {statistics.median(cs):.2f} s, "
+                 f"worst {cs[-1]:.2f} s"]
+        lines += [f"  violation: {v}" for v in self.violations[:20]]
+        return "\n".join(lines)
+
+
+class Scenario:
+    """Two embedded API servers, a syncer, and a driver that applies steps to them.
+
+    Use as `async with Scenario(workdir) as s: report = await s.run(steps)`.
+    """
+
+    def __init__(self, workdir: Path, selector: str = "dev") -> None:
+        self.workdir = workdir
+        self.selector = selector
+        self.report = Report(scenarios=1)
+        self.host_server = EmbeddedAPIServer("host", bookmark_interval=0.5)
+        self.virtual_server = EmbeddedAPIServer("virtual", runtime_class_admission=False, bookmark_interval=0.5)
+        self.pods_alive: set[str] = set()  # virtual pods the driver created and did not delete
+        self._syncer: Syncer | None = None
+        self._syncer_task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._clients: list[KubeClient] = []
+        self.squatter_rv = ""
+
+    @property
+    def config(self) -> SyncerConfig:
+        """The configuration the current syncer runs with."""
+        rc: Obj = {"enabled": True}
+        if SELECTORS[self.selector] is not None:
+            rc["selector"] = SELECTORS[self.selector]
+        return parse_config({"sync": {"fromHost": {"runtimeClasses": rc}}})
+
+    async def __aenter__(self) -> Scenario:
+        await self.host_server.start()
+        await self.virtual_server.start()
+        self.host_kc = self.host_server.write_kubeconfig(self.workdir / "host.kubeconfig")
+        self.virtual_kc = self.virtual_server.write_kubeconfig(self.workdir / "virtual.kubeconfig")
+        self.host = await self._client(self.host_kc, "host", DRIVER_AGENT)
+        self.virtual = await self._client(self.virtual_kc, "virtual", DRIVER_AGENT)
+        await self._seed_host()
+        await self._start_syncer()
+        return self
+
+    async def _seed_host(self) -> None:
+        """The host namespace, and a pod of another owner on the host name of SQUATTED_POD."""
+        await self.host.create(NAMESPACES, {"metadata": {"name": HOST_NS}})
+        squatter = {"metadata": {"name": translate.host_pod_name(SQUATTED_POD, "default", VCLUSTER)},
+                    "spec": {"containers": [{"name": "c", "image": "other-team/app"}]}}
+        self.squatter_rv = (await self.host.create(PODS, squatter, HOST_NS))["metadata"]["resourceVersion"]
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stop_syncer()
+        for c in self._clients:
+            await c.close()
+        await self.host_server.stop()
+        await self.virtual_server.stop()
+
+    async def _client(self, kc: Path, cluster: str, agent: str) -> KubeClient:
+        c = await KubeClient.from_kubeconfig(str(kc), cluster, request_timeout=5, user_agent=agent)
+        self._clients.append(c)
+        return c
+
+    async def _start_syncer(self) -> None:
+        host = await self._client(self.host_kc, "host", SYNCER_AGENT)
+        virtual = await self._client(self.virtual_kc, "virtual", SYNCER_AGENT)
+        self._stop = asyncio.Event()
+        self._syncer = Syncer(self.config, host, virtual,
+                              Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS, watch_timeout=20))
+        self._syncer_task = asyncio.create_task(self._syncer.run(self._stop))
+
+    async def _stop_syncer(self) -> None:
+        self._stop.set()
+        if self._syncer_task is not None:
+            await self._syncer_task
+
+    def _server(self, name: str) -> EmbeddedAPIServer:
+        return self.host_server if name == "host" else self.virtual_server
+
+    # ------------------------------------------------------------------ steps
+
+    async def apply(self, step: Step) -> None:
+        """Apply one step; a driver request refused by an injected fault simply does not happen."""
+        self.report.steps += 1
+        try:
+            await self._apply(step)
+        except ApiError as e:
+            log.debug("step %s: %s", step, e)
+
+    async def _apply(self, s: Step) -> None:
+        labels = {"environment": s.b} if s.b else {}
+        if s.op in ("host_rc_put", "virtual_rc_put"):
+            client = self.host if s.op == "host_rc_put" else self.virtual
+            if s.a == "fenced":
+                labels["vcluster.loft.sh/controlled-by"] = "someone-else"
+            obj = {"metadata": {"name": s.a, "labels": labels}, "handler": s.a}
+            try:
+                await client.create(RUNTIMECLASSES, obj)
+            except ApiError as e:
+                if not e.already_exists:
+                    raise
+                await client.patch(RUNTIMECLASSES, s.a, {"metadata": {"labels": labels or None}})
+        elif s.op in ("host_rc_delete", "virtual_rc_delete"):
+            await (self.host if s.op == "host_rc_delete" else self.virtual).delete(RUNTIMECLASSES, s.a)
+        elif s.op == "pod_create":
+            spec: Obj = {"containers": [{"name": "app", "image": "nginx:1.27"}]}
+            if s.b:
+                spec["runtimeClassName"] = s.b
+            await self.virtual.create(PODS, {"metadata": {"name": s.a}, "spec": spec}, "default")
+            self.pods_alive.add(s.a)
+        elif s.op == "pod_delete":
+            try:
+                await self.virtual.delete(PODS, s.a, "default")
+            except ApiError as e:
+                if not e.not_found:
+                    raise
+            self.pods_alive.discard(s.a)
+        elif s.op == "pod_label":
+            await self.virtual.patch(PODS, s.a, {"metadata": {"labels": {"rev": s.b}}}, "default")
+        elif s.op in ("config", "syncer_restart"):
+            self.selector = s.a or self.selector
+            await self._stop_syncer()
+            await self._start_syncer()
+            self.report.restarts += 1
+        elif s.op == "fault":
+            verb, resource = s.b.split("/")
+            status, times = divmod(s.n, 10)
+            self._server(s.a).faults.fail(status, verb=verb, resource=resource or None, times=max(1, times),
+                                          retry_after=1 if status == 429 else None)
+            self.report.faults[f"HTTP {status}"] += 1
+        elif s.op == "cut_watches":
+            self._server(s.a).cut_watches()
+            self.report.faults["watches cut"] += 1
+        elif s.op == "expire_history":
+            self._server(s.a).expire_history()
+            self._server(s.a).cut_watches()
+            self.report.faults["history expired (410)"] += 1
+        elif s.op == "server_restart":
+            await self._server(s.a).restart()
+            self.report.faults["API server restart"] += 1
+            self.report.restarts += 1
+        elif s.op == "server_wipe":  # restarted with an empty store, as after losing etcd
+            await self._server(s.a).restart(wipe=True)
+            self.report.faults["API server restart, state wiped"] += 1
+            self.report.restarts += 1
+            if s.a == "virtual":
+                self.pods_alive.clear()
+            else:
+                await self._seed_host()
+        elif s.op == "latency":
+            self._server(s.a).faults.delay(0.3, times=3)
+            self.report.faults["latency"] += 1
+
+    # ------------------------------------------------------------------ convergence
+
+    async def converge(self, timeout: float = 60.0) -> list[str]:
+        """Stop injecting faults and wait until the state is converged; returns what is still wrong
+        at the deadline (empty when converged). Records the time it took.
+
+        Converged means the syncer is ready and every state invariant holds. The work queue need not
+        be idle: a pod the host keeps refusing is correctly retried with backoff forever."""
+        for srv in (self.host_server, self.virtual_server):
+            srv.faults.clear()
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        problems: list[str] = []
+        assert self._syncer is not None
+        while loop.time() - start < timeout:
+            left = timeout - (loop.time() - start)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._syncer.ready_event.wait(), left)
+            for srv in (self.host_server, self.virtual_server):
+                srv.storage.changed.clear()
+            problems = self.check() if self._syncer.ready else ["syncer not ready: "
+                                                                + "; ".join(self._syncer.readiness_detail())]
+            if not problems:
+                self.report.converge_seconds.append(loop.time() - start)
+                return []
+            # not there yet: wait for the next change in either cluster (the syncer's writes, a re-list)
+            waits = [asyncio.ensure_future(srv.storage.changed.wait())
+                     for srv in (self.host_server, self.virtual_server)]
+            await asyncio.wait(waits, timeout=min(2.0, max(0.0, timeout - (loop.time() - start))),
+                               return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+        self.report.converge_seconds.append(loop.time() - start)
+        return problems
+
+    async def run(self, steps: list[Step]) -> Report:
+        """Apply the steps, converge, check. Returns this scenario's report."""
+        for step in steps:
+            await self.apply(step)
+        problems = await self.converge()
+        self.report.violations += problems + self.check_writes()
+        self.report.lost += self.lost()
+        return self.report
+
+    # ------------------------------------------------------------------ invariants
+
+    def _objs(self, srv: EmbeddedAPIServer, res: Any, ns: str = "") -> dict[str, Obj]:
+        return {k[1]: v for k, v in srv.storage.objects(res).items() if k[0] == ns}
+
+    def check(self) -> list[str]:
+        """Every state invariant of behaviour.md sections 2 and 3; returns the violations."""
+        cfg = self.config
+        out: list[str] = []
+        host_rcs = self._objs(self.host_server, RUNTIMECLASSES)
+        virtual_rcs = self._objs(self.virtual_server, RUNTIMECLASSES)
+        # section 2: a virtual RC exists iff a host RC of that name exists and matches (controlled-by: alone)
+        fenced = {n for n, o in (*host_rcs.items(), *virtual_rcs.items()) if translate.is_controlled_by_other(o)}
+        expected = {n for n, h in host_rcs.items() if n not in fenced and gate.runtime_class_matches(cfg, h)}
+        got = set(virtual_rcs) - fenced
+        if got != expected:
+            out.append(f"virtual runtime classes {sorted(got)} != expected {sorted(expected)}")
+        for n in expected & got:
+            want = translate.runtime_class_view(translate.virtual_runtime_class(host_rcs[n]))
+            if translate.runtime_class_view(virtual_rcs[n]) != want:
+                out.append(f"virtual runtime class {n} differs from the host's")
+        # section 3: pods
+        vpods = self._objs(self.virtual_server, PODS, "default")
+        hpods = self._objs(self.host_server, PODS, HOST_NS)
+        events = list(self._objs(self.virtual_server, EVENTS, "default").values())
+
+        def has_event(uid: str, reason: str, text: str, exact: bool) -> bool:
+            return any(e["involvedObject"].get("uid") == uid and e["reason"] == reason
+                       and (e["message"] == text if exact else text in e["message"]) for e in events)
+
+        def owned(h: Obj, name: str) -> bool:
+            ann = h["metadata"].get("annotations") or {}
+            return ((h["metadata"].get("labels") or {}).get(translate.MANAGED_BY) == VCLUSTER
+                    and ann.get(translate.OBJECT_NAME) == name)
+
+        for name, v in vpods.items():
+            uid = v["metadata"]["uid"]
+            rcn = v["spec"].get("runtimeClassName") or ""
+            d = gate.evaluate(cfg, name, rcn, host_rcs.get(rcn))
+            h = hpods.get(translate.host_pod_name(name, "default", VCLUSTER))
+            if h is not None and not owned(h, name):  # the gate is judged first, then the name conflict
+                if d.allowed and not has_event(uid, "SyncError", "is not managed by vcluster", exact=False):
+                    out.append(f"pod {name}: no SyncError event about the host pod of another owner")
+                elif not d.allowed and not has_event(uid, "SyncWarning", d.message, exact=True):
+                    out.append(f"pod {name}: refused but no SyncWarning event with {d.message!r}")
+            elif h is None:
+                if d.allowed and rcn and rcn not in host_rcs:  # no gate (empty selector): host admission refuses
+                    if not has_event(uid, "SyncError", f'RuntimeClass "{rcn}" not found', exact=False):
+                        out.append(f"pod {name}: no SyncError event with the host's refusal of class {rcn}")
+                elif d.allowed:
+                    out.append(f"pod {name}: allowed (class {rcn or '-'}) but not on the host")
+                elif not has_event(uid, "SyncWarning", d.message, exact=True):
+                    out.append(f"pod {name}: refused but no SyncWarning event with {d.message!r}")
+            elif (h["metadata"].get("annotations") or {}).get(translate.OBJECT_UID) != uid:
+                old_rcn = (h["metadata"].get("annotations") or {}).get(translate.VIRTUAL_RUNTIME_CLASS) or ""
+                if gate.evaluate(cfg, name, old_rcn, host_rcs.get(old_rcn)).allowed:
+                    out.append(f"pod {name}: host pod still belongs to an earlier pod of that name")
+                elif not has_event(uid, "SyncWarning", "earlier, orphaned pod", exact=False):
+                    out.append(f"pod {name}: no SyncWarning about the orphaned host pod of an earlier pod")
+            elif d.allowed:
+                want = translate.host_pod(v, vcluster_name=VCLUSTER, host_namespace=HOST_NS)["metadata"]["labels"]
+                if h["metadata"].get("labels") != want:
+                    out.append(f"pod {name}: host labels {h['metadata'].get('labels')} != {want}")
+            elif not has_event(uid, "Orphaned", f'pod "{name}" is orphaned: {d.reason}', exact=False):
+                out.append(f"pod {name}: orphaned but no Orphaned event for {d.reason!r}")
+        for hname, h in hpods.items():
+            ann = h["metadata"].get("annotations") or {}
+            vname = ann.get(translate.OBJECT_NAME)
+            if hname == translate.host_pod_name(SQUATTED_POD, "default", VCLUSTER) and not vname:
+                if h["metadata"]["resourceVersion"] != self.squatter_rv:
+                    out.append("the host pod of another owner was modified")
+                continue
+            if vname not in vpods:
+                rcn = ann.get(translate.VIRTUAL_RUNTIME_CLASS) or ""
+                if gate.evaluate(cfg, str(vname), rcn, host_rcs.get(rcn)).allowed:
+                    out.append(f"host pod {hname}: its virtual pod is gone but it was not deleted")
+        return out
+
+    def check_writes(self) -> list[str]:
+        """What the syncer must never do, from the requests it sent (by user agent)."""
+        out: list[str] = []
+        managed = re.compile(rf"-x-default-x-{VCLUSTER}$")
+        for method, path, agent in self.host_server.requests:
+            if agent != SYNCER_AGENT or method not in ("POST", "PUT", "PATCH", "DELETE"):
+                continue
+            if "/runtimeclasses" in path:
+                out.append(f"the syncer wrote a host runtime class: {method} {path}")
+            if method == "DELETE" and "/pods/" in path and not managed.search(path):
+                out.append(f"the syncer deleted a host pod it does not own: {path}")
+        for method, path, agent in self.virtual_server.requests:
+            if agent == SYNCER_AGENT and method == "DELETE" and "/pods/" in path:
+                out.append(f"the syncer deleted a virtual pod: {path}")
+        return out
+
+    def lost(self) -> int:
+        """Virtual pods the driver created and did not delete that no longer exist."""
+        return len(self.pods_alive - set(self._objs(self.virtual_server, PODS, "default")))
+
+
+async def run_random(workdir: Path, seed: int, steps: int, chunk: int = 40) -> Report:
+    """The soak: `steps` random steps in scenarios of `chunk` steps each, from `seed`."""
+    rng = random.Random(seed)
+    total = Report()
+    done = 0
+    while done < steps:
+        n = min(chunk, steps - done)
+        started = time.perf_counter()
+        async with Scenario(workdir, selector=rng.choice(tuple(SELECTORS))) as s:
+            total.merge(await s.run([random_step(rng) for _ in range(n)]))
+        log.info("soak: %d/%d steps (%.1fs)", done + n, steps, time.perf_counter() - started)
+        done += n
+    total.scenarios = -(-steps // chunk)
+    return total
