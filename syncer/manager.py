@@ -166,10 +166,10 @@ class Syncer:
         ]
         self.informers[0].add_handlers(Handlers(
             on_add=self._enqueue_pod, on_update=lambda o, n: self._enqueue_pod(n) if _pod_changed(o, n) else None,
-            on_delete=self._enqueue_pod))
+            on_delete=self._enqueue_pod, on_relist=self._enqueue_all_pods))
         self.informers[1].add_handlers(Handlers(
             on_add=self._enqueue_for_host_pod, on_update=lambda o, n: self._enqueue_for_host_pod(n),
-            on_delete=self._enqueue_for_host_pod))
+            on_delete=self._enqueue_for_host_pod, on_relist=self._enqueue_all_pods))
         self.controllers: list[Controller] = [
             Controller("pod", self.pod_queue, self.pod_reconciler.reconcile, m, workers=options.pod_workers)]
         if config.enabled:
@@ -177,9 +177,10 @@ class Syncer:
             virtual_rc_inf = Informer(virtual, RUNTIMECLASSES, self.virtual_rcs, watch_timeout=wt)
             host_rc_inf.add_handlers(Handlers(
                 on_add=lambda o: self._host_rc_changed(None, o), on_update=self._host_rc_changed,
-                on_delete=lambda o: self._host_rc_changed(o, None)))
+                on_delete=lambda o: self._host_rc_changed(o, None), on_relist=self._enqueue_after_host_rc_relist))
             virtual_rc_inf.add_handlers(Handlers(
-                on_add=self._enqueue_rc, on_update=lambda o, n: self._enqueue_rc(n), on_delete=self._enqueue_rc))
+                on_add=self._enqueue_rc, on_update=lambda o, n: self._enqueue_rc(n), on_delete=self._enqueue_rc,
+                on_relist=self._enqueue_all_rcs))
             self.informers += [host_rc_inf, virtual_rc_inf]
             self.controllers.append(Controller("runtimeclass", self.rc_queue, self.rc_reconciler.reconcile, m,
                                                workers=options.rc_workers))
@@ -201,6 +202,21 @@ class Syncer:
 
     def _enqueue_rc(self, rc: Obj) -> None:
         self.rc_queue.add(object_key(rc))
+
+    def _enqueue_all_rcs(self) -> None:
+        for name in {*self.host_rcs.list_keys(), *self.virtual_rcs.list_keys()}:
+            self.rc_queue.add(name)
+
+    def _enqueue_all_pods(self) -> None:
+        for key in self.virtual_pods.list_keys():
+            self.pod_queue.add(key)
+        for hpod in self.host_pods.values():
+            self._enqueue_for_host_pod(hpod)
+
+    def _enqueue_after_host_rc_relist(self) -> None:
+        """A host RC may have flickered while the watch was down: every class and every gated pod."""
+        self._enqueue_all_rcs()
+        self._enqueue_all_pods()
 
     def _gate_state(self, rc: Obj | None) -> tuple[bool, bool, bool]:
         if rc is None:

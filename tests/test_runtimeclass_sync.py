@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -178,3 +179,20 @@ async def test_conflicting_virtual_write_is_retried(clusters: Clusters) -> None:
     async with running_syncer(clusters, rc_config(DEV)):
         await virtual_rc_names(clusters, lambda n: "gvisor" in n, "gvisor synced after conflicts")
     assert fault.hits == 2
+
+
+async def test_changes_the_cache_never_saw_are_caught_after_a_relist(clusters: Clusters) -> None:
+    """The syncer creates a virtual class while its virtual watch is down; a user deletes it before the
+    watch comes back; the re-list shows no difference from the cache, yet the class is restored."""
+    async with running_syncer(clusters, rc_config(DEV)) as syncer:
+        down = clusters.virtual_server.faults.fail(503, verb="watch", resource="runtimeclasses", times=10_000)
+        clusters.virtual_server.cut_watches()
+        await asyncio.wait_for(down.wait_hits(1), 10)
+        await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+        await virtual_rc_names(clusters, lambda n: "gvisor" in n, "created while the virtual watch is down")
+        await clusters.virtual.delete(RUNTIMECLASSES, "gvisor")
+        clusters.virtual_server.expire_history()  # the watch cannot resume: a re-list is needed
+        lists = next(i for i in syncer.informers if i.name == "virtual/runtimeclasses.node.k8s.io").lists
+        clusters.virtual_server.faults.clear()
+        await virtual_rc_names(clusters, lambda n: "gvisor" in n, "restored after the re-list")
+        assert next(i for i in syncer.informers if i.name == "virtual/runtimeclasses.node.k8s.io").lists > lists

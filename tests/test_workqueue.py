@@ -37,7 +37,7 @@ async def test_add_after_keeps_the_earliest_time_and_wait_idle() -> None:
 
 async def test_rate_limiter_backs_off_exponentially_and_forgets() -> None:
     rl = RateLimiter(base=0.1, cap=1.0, qps=1000, burst=1000)
-    assert [rl.when("k") for _ in range(5)] == [0.1, 0.2, 0.4, 0.8, 1.0]
+    assert [rl.when("k") for _ in range(5)] == [0.1, 0.2, 0.4, 0.8, 1.0]  # capped
     assert rl.failures("k") == 5
     rl.forget("k")
     assert rl.when("k") == 0.1

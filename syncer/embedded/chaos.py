@@ -270,7 +270,7 @@ class Scenario:
 
     # ------------------------------------------------------------------ convergence
 
-    async def converge(self, timeout: float = 60.0) -> list[str]:
+    async def converge(self, timeout: float = 90.0) -> list[str]:
         """Stop injecting faults and wait until the state is converged; returns what is still wrong
         at the deadline (empty when converged). Records the time it took.
 
@@ -301,7 +301,8 @@ class Scenario:
             for w in waits:
                 w.cancel()
         self.report.converge_seconds.append(loop.time() - start)
-        return problems
+        waiting = {q.name: q.pending() for q in (self._syncer.pod_queue, self._syncer.rc_queue)}
+        return [*problems, f"not converged after {timeout:g}s; delayed retries: {waiting}"]
 
     async def run(self, steps: list[Step]) -> Report:
         """Apply the steps, converge, check. Returns this scenario's report."""

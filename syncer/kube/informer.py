@@ -30,11 +30,17 @@ Obj = dict[str, Any]
 
 @dataclass
 class Handlers:
-    """Callbacks for cache changes. `on_update` gets (old, new); `on_delete` the last known state."""
+    """Callbacks for cache changes. `on_update` gets (old, new); `on_delete` the last known state.
+
+    `on_relist` runs after every re-list but the first: changes that happened while the watch was down
+    and that the cache never saw (an object created and deleted in the gap) produce no event, so
+    controllers fed by this informer re-examine all their keys then (client-go covers this with
+    periodic resyncs; here it costs nothing unless a re-list happens)."""
 
     on_add: Callable[[Obj], None] = lambda obj: None
     on_update: Callable[[Obj, Obj], None] = lambda old, new: None
     on_delete: Callable[[Obj], None] = lambda obj: None
+    on_relist: Callable[[], None] = lambda: None
 
 
 @dataclass
@@ -156,6 +162,12 @@ class Informer:
         self.lists += 1
         self.backoff.reset()
         self._connected()
+        if self.lists > 1:
+            for h in self.handlers:
+                try:
+                    h.on_relist()
+                except Exception:
+                    log.exception("%s: re-list handler failed", self.name)
         if not self.synced.is_set():
             log.info("%s: cache synced with %d objects at resourceVersion %s", self.name, len(self.store), rv)
         self.synced.set()

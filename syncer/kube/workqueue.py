@@ -29,7 +29,7 @@ class RateLimiter:
     bucket of `qps` per second with `burst`."""
 
     base: float = 0.05
-    cap: float = 60.0
+    cap: float = 30.0
     qps: float = 50.0
     burst: int = 300
     _failures: dict[str, int] = field(default_factory=dict)
@@ -147,6 +147,11 @@ class WorkQueue:
             pending[1].cancel()
         self._waiting[key] = (at, loop.call_at(at, self._fire, key))
         self._idle.clear()
+
+    def pending(self) -> dict[str, float]:
+        """Every key waiting for a delayed add, with the seconds left (diagnostics)."""
+        now = asyncio.get_running_loop().time()
+        return {k: round(at - now, 2) for k, (at, _) in self._waiting.items()}
 
     def pending_delay(self, key: str) -> float | None:
         """Seconds until a delayed add of `key` fires (None when none is pending)."""
