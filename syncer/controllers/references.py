@@ -19,25 +19,28 @@ def is_injected_token_volume(vol: Obj) -> bool:
     return str(vol.get("name", "")).startswith("kube-api-access-") and "projected" in vol
 
 
+# (field that references an object, the field in it that names the object)
+_VOLUME_REFS = (("secret", "secretName"), ("configMap", "name"), ("persistentVolumeClaim", "claimName"))
+_PROJECTED_REFS = (("secret", "name"), ("configMap", "name"))
+_ENV_FROM_REFS = (("secretRef", "name"), ("configMapRef", "name"))
+_ENV_VALUE_REFS = (("secretKeyRef", "name"), ("configMapKeyRef", "name"))
+
+
+def _named_refs(where: str, obj: Any, table: tuple[tuple[str, str], ...], sep: str = " ") -> list[str]:
+    """`<where><sep><field> "<name>"` for each field of `table` present in `obj` as an object."""
+    if not isinstance(obj, dict):
+        return []
+    return [f'{where}{sep}{key} "{obj[key].get(name, "")}"' for key, name in table if isinstance(obj.get(key), dict)]
+
+
 def _volume_refs(i: int, vol: Obj) -> list[str]:
     where = f'spec.volumes[{i}] ("{vol.get("name", "")}")'
-    out: list[str] = []
-    if isinstance(vol.get("secret"), dict):
-        out.append(f'{where} secret "{vol["secret"].get("secretName", "")}"')
-    if isinstance(vol.get("configMap"), dict):
-        out.append(f'{where} configMap "{vol["configMap"].get("name", "")}"')
-    if isinstance(vol.get("persistentVolumeClaim"), dict):
-        out.append(f'{where} persistentVolumeClaim "{vol["persistentVolumeClaim"].get("claimName", "")}"')
+    out = _named_refs(where, vol, _VOLUME_REFS)
     projected = vol.get("projected")
     if isinstance(projected, dict) and not is_injected_token_volume(vol):
         for j, src in enumerate(projected.get("sources") or []):
-            if not isinstance(src, dict):
-                continue
-            if isinstance(src.get("secret"), dict):
-                out.append(f'{where} projected.sources[{j}] secret "{src["secret"].get("name", "")}"')
-            if isinstance(src.get("configMap"), dict):
-                out.append(f'{where} projected.sources[{j}] configMap "{src["configMap"].get("name", "")}"')
-            if isinstance(src.get("serviceAccountToken"), dict):
+            out += _named_refs(f"{where} projected.sources[{j}]", src, _PROJECTED_REFS)
+            if isinstance(src, dict) and isinstance(src.get("serviceAccountToken"), dict):
                 out.append(f"{where} projected.sources[{j}] serviceAccountToken")
     return out
 
@@ -46,20 +49,11 @@ def _container_refs(field: str, i: int, c: Obj) -> list[str]:
     where = f'spec.{field}[{i}] ("{c.get("name", "")}")'
     out: list[str] = []
     for j, src in enumerate(c.get("envFrom") or []):
-        if not isinstance(src, dict):
-            continue
-        if isinstance(src.get("secretRef"), dict):
-            out.append(f'{where} envFrom[{j}] secretRef "{src["secretRef"].get("name", "")}"')
-        if isinstance(src.get("configMapRef"), dict):
-            out.append(f'{where} envFrom[{j}] configMapRef "{src["configMapRef"].get("name", "")}"')
+        out += _named_refs(f"{where} envFrom[{j}]", src, _ENV_FROM_REFS)
     for j, env in enumerate(c.get("env") or []):
-        value_from = env.get("valueFrom") if isinstance(env, dict) else None
-        if not isinstance(value_from, dict):
-            continue
-        for kind in ("secretKeyRef", "configMapKeyRef"):
-            if isinstance(value_from.get(kind), dict):
-                out.append(f'{where} env[{j}] ("{env.get("name", "")}") valueFrom.{kind} '
-                           f'"{value_from[kind].get("name", "")}"')
+        if isinstance(env, dict):
+            out += _named_refs(f'{where} env[{j}] ("{env.get("name", "")}") valueFrom', env.get("valueFrom"),
+                               _ENV_VALUE_REFS, sep=".")
     return out
 
 
