@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import signal
 import socket
@@ -109,57 +110,50 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
                                          args.patch_memory_limit)
     if not ok:
         return EXIT_CONFIG  # before any API request
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-    agent = f"{DEFAULT_USER_AGENT} ({identity})"
-    try:
-        timeout = args.request_timeout
-        virtual = await KubeClient.from_kubeconfig(args.virtual_kubeconfig, "virtual", request_timeout=timeout,
-                                                   user_agent=agent)
-        host = (await KubeClient.from_kubeconfig(args.host_kubeconfig, "host", request_timeout=timeout,
-                                                 user_agent=agent)
-                if args.host_kubeconfig else KubeClient.in_cluster("host", request_timeout=timeout, user_agent=agent))
-    except Exception as e:
-        log.error("cannot set up the cluster clients: %s", e)
-        return EXIT_FAILURE
-    elector = None
-    if args.leader_elect:
-        try:
-            elector = LeaderElector(host, args.leader_election_namespace or args.host_namespace,
-                                    args.leader_election_id or f"runtimeclass-syncer-{args.vcluster_name}", identity,
-                                    lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
-                                    retry_period=args.retry_period)
-        except ValueError as e:
-            print(f"error: invalid leader election timing: {e}", file=sys.stderr)
-            await host.close()
-            await virtual.close()
-            return EXIT_CONFIG
-    syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
-                                                   host_namespace=args.host_namespace,
-                                                   pod_workers=args.pod_workers), patcher=patcher)
-    probes = ProbeServer(syncer, args.health_probe_bind_address or None, args.metrics_bind_address or None)
-    try:
-        await probes.start()
-    except (OSError, ValueError) as e:
-        log.error("cannot serve probes/metrics: %s", e)
-        await host.close()
-        await virtual.close()
-        return EXIT_FAILURE
-    log.info("runtimeclass-syncer %s: vcluster %r, host namespace %r, runtime class sync %s, selector %r",
-             __version__, args.vcluster_name, args.host_namespace,
-             "enabled" if config.enabled else "disabled", str(config.selector) or "<everything>")
-    try:
-        await syncer.run(stop, elector)
-    finally:
-        await probes.stop()
-        await host.close()
-        await virtual.close()
+    async with contextlib.AsyncExitStack() as cleanup:
         if patcher is not None:
-            await patcher.close()
+            cleanup.push_async_callback(patcher.close)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        agent, timeout = f"{DEFAULT_USER_AGENT} ({identity})", args.request_timeout
+        try:
+            virtual = await KubeClient.from_kubeconfig(args.virtual_kubeconfig, "virtual", request_timeout=timeout,
+                                                       user_agent=agent)
+            cleanup.push_async_callback(virtual.close)
+            host = (await KubeClient.from_kubeconfig(args.host_kubeconfig, "host", request_timeout=timeout,
+                                                     user_agent=agent) if args.host_kubeconfig
+                    else KubeClient.in_cluster("host", request_timeout=timeout, user_agent=agent))
+            cleanup.push_async_callback(host.close)
+        except Exception as e:
+            log.error("cannot set up the cluster clients: %s", e)
+            return EXIT_FAILURE
+        elector = None
+        if args.leader_elect:
+            try:
+                elector = LeaderElector(host, args.leader_election_namespace or args.host_namespace,
+                                        args.leader_election_id or f"runtimeclass-syncer-{args.vcluster_name}",
+                                        identity, lease_duration=args.lease_duration,
+                                        renew_deadline=args.renew_deadline, retry_period=args.retry_period)
+            except ValueError as e:
+                print(f"error: invalid leader election timing: {e}", file=sys.stderr)
+                return EXIT_CONFIG
+        syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
+                                                       host_namespace=args.host_namespace,
+                                                       pod_workers=args.pod_workers), patcher=patcher)
+        probes = ProbeServer(syncer, args.health_probe_bind_address or None, args.metrics_bind_address or None)
+        try:
+            await probes.start()
+        except (OSError, ValueError) as e:
+            log.error("cannot serve probes/metrics: %s", e)
+            return EXIT_FAILURE
+        cleanup.push_async_callback(probes.stop)
+        log.info("runtimeclass-syncer %s: vcluster %r, host namespace %r, runtime class sync %s, selector %r",
+                 __version__, args.vcluster_name, args.host_namespace,
+                 "enabled" if config.enabled else "disabled", str(config.selector) or "<everything>")
+        await syncer.run(stop, elector)
     if syncer.lost_leadership:
         log.error("exiting: leadership lost (a restart rejoins the election as a follower)")
         return EXIT_FAILURE

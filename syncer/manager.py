@@ -298,22 +298,23 @@ class Syncer:
         finally:
             halt.set()
             await self._finish()
-            if elector is not None:
-                await elector.release()
+            if elector is not None:  # bounded: shutdown must finish within 10 s even if the host hangs
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(elector.release(), 2.0)
 
     async def _finish(self) -> None:
-        """Informers stop at once (a watch may be silent for a minute); controllers get up to 6 s to
-        finish in-flight reconciles, then are cancelled."""
-        informers = [t for t in self._tasks if t.get_name().startswith(("informer ", "leader election"))]
+        """Informers and the election stop at once (a watch may be silent for a minute); controllers get
+        up to 6 s to finish in-flight reconciles, then are cancelled (at once after a lost lease)."""
+        cancel_now = [t for t in self._tasks if t.get_name().startswith(("informer ", "leader election"))]
         if self.lost_leadership:  # stop writing at once: in-flight reconciles are abandoned
-            informers = list(self._tasks)
-        for t in informers:
+            cancel_now = list(self._tasks)
+        for t in cancel_now:
             t.cancel()
-        others = [t for t in self._tasks if t not in informers]
+        others = [t for t in self._tasks if t not in cancel_now]
         _, pending = await asyncio.wait(others, timeout=6.0) if others else (set(), set())
         for t in pending:
             t.cancel()
-        for t in [*informers, *pending]:
+        for t in [*cancel_now, *pending]:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
         for t in self._tasks:
