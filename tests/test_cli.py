@@ -18,7 +18,7 @@ CLI = [sys.executable, "-m", "syncer"]
 REPO = Path(__file__).resolve().parent.parent
 
 
-async def run_cli(*args: str, timeout: float = 60) -> tuple[int, str, str]:
+async def run_cli(*args: str, timeout: float = 120) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(*CLI, *args, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.PIPE, cwd=REPO)
     out, err = await asyncio.wait_for(proc.communicate(), timeout)

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from syncer.config.model import parse_config
-from syncer.kube.client import ApiError, KubeClient
+from syncer.kube.client import DEFAULT_USER_AGENT, ApiError, KubeClient
 from syncer.kube.controller import Controller
 from syncer.kube.resources import RUNTIMECLASSES
 from syncer.kube.workqueue import WorkQueue
@@ -48,7 +48,8 @@ async def readyz(url: str) -> tuple[int, str]:
 
 async def test_hung_requests_time_out_and_are_retried(clusters: Clusters) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor"))
-    slow = clusters.virtual_server.faults.delay(3.0, verb="create", resource="runtimeclasses")
+    slow = clusters.virtual_server.faults.delay(3.0, verb="create", resource="runtimeclasses",
+                                                agent=DEFAULT_USER_AGENT)
     async with running_syncer(clusters, rc_config({})) as syncer:
         for client in (syncer.host, syncer.virtual):
             client.request_timeout = 0.3
@@ -57,7 +58,8 @@ async def test_hung_requests_time_out_and_are_retried(clusters: Clusters) -> Non
 
 
 async def test_readyz_is_503_with_the_reason_until_caches_sync(clusters: Clusters) -> None:
-    blocked = clusters.host_server.faults.fail(503, verb="list", resource="runtimeclasses", times=10_000)
+    blocked = clusters.host_server.faults.fail(503, verb="list", resource="runtimeclasses", times=10_000,
+                                               agent=DEFAULT_USER_AGENT)
     async with probed_syncer(clusters) as (syncer, url):
         await asyncio.wait_for(blocked.wait_hits(2), 10)  # the informer is retrying with backoff
         status, text = await readyz(url)
@@ -74,6 +76,7 @@ async def test_forbidden_is_logged_once_and_shown_in_readiness(clusters: Cluster
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor"))
     await clusters.host.create(RUNTIMECLASSES, rc("kata"))
     denied = clusters.virtual_server.faults.fail(403, verb="create", resource="runtimeclasses", times=10_000,
+                                                 agent=DEFAULT_USER_AGENT,
                                                  message='runtimeclasses.node.k8s.io is forbidden: User "syncer" '
                                                          'cannot create resource "runtimeclasses"')
     async with probed_syncer(clusters) as (syncer, url):

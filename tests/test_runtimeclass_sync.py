@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.resources import RUNTIMECLASSES
 from syncer.kube.wait import wait_for
 from tests.conftest import Clusters, rc, rc_config, running_syncer, virtual_rc_names
@@ -175,7 +176,7 @@ async def test_empty_selector_syncs_everything(clusters: Clusters) -> None:
 async def test_conflicting_virtual_write_is_retried(clusters: Clusters) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
     fault = clusters.virtual_server.faults.fail(409, verb="create", resource="runtimeclasses", times=2,
-                                                message="injected conflict")
+                                                message="injected conflict", agent=DEFAULT_USER_AGENT)
     async with running_syncer(clusters, rc_config(DEV)):
         await virtual_rc_names(clusters, lambda n: "gvisor" in n, "gvisor synced after conflicts")
     assert fault.hits == 2
@@ -185,7 +186,8 @@ async def test_changes_the_cache_never_saw_are_caught_after_a_relist(clusters: C
     """The syncer creates a virtual class while its virtual watch is down; a user deletes it before the
     watch comes back; the re-list shows no difference from the cache, yet the class is restored."""
     async with running_syncer(clusters, rc_config(DEV)) as syncer:
-        down = clusters.virtual_server.faults.fail(503, verb="watch", resource="runtimeclasses", times=10_000)
+        down = clusters.virtual_server.faults.fail(503, verb="watch", resource="runtimeclasses", times=10_000,
+                                                   agent=DEFAULT_USER_AGENT)  # the syncer's watch only
         clusters.virtual_server.cut_watches()
         await asyncio.wait_for(down.wait_hits(1), 10)
         await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))

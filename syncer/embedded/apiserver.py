@@ -252,7 +252,7 @@ class EmbeddedAPIServer:
         sub = rest[2] if len(rest) == 3 else None
         ns = namespace or ""
         m = request.method
-        fault = self.faults.match(self._verb(request, name), res.plural)
+        fault = self.faults.match(self._verb(request, name), res.plural, request.headers.get("User-Agent", ""))
         if fault is not None:
             await fault.apply()
         if name is None:

@@ -1,8 +1,9 @@
 """Fault injection for the embedded API server, driven in-process by tests.
 
 A fault matches requests by Kubernetes verb (get, list, watch, create, update, patch, delete,
-deletecollection) and resource plural (None matches any), and either fails them with an HTTP status
-(optionally with `Retry-After`) or delays them, for the next `times` matching requests.
+deletecollection), resource plural and, optionally, a substring of the client's user agent (None
+matches any), and either fails them with an HTTP status (optionally with `Retry-After`) or delays
+them, for the next `times` matching requests.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Fault:
     latency: float = 0.0
     retry_after: int | None = None
     message: str = ""
+    agent: str | None = None
     hits: int = 0
     _hit: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
@@ -33,9 +35,11 @@ class Fault:
             self._hit.clear()
             await self._hit.wait()
 
-    def matches(self, verb: str, resource: str) -> bool:
-        """True when this fault applies to a request of `verb` on `resource` and is not used up."""
-        return (self.times > 0 and self.verb in (None, verb) and self.resource in (None, resource))
+    def matches(self, verb: str, resource: str, agent: str = "") -> bool:
+        """True when this fault applies to a request of `verb` on `resource` from a client whose user
+        agent is `agent`, and is not used up."""
+        return (self.times > 0 and self.verb in (None, verb) and self.resource in (None, resource)
+                and (self.agent is None or self.agent in agent))
 
     async def apply(self) -> None:
         """Delay, then fail if a status is set. Raises StatusError with the configured status."""
@@ -57,16 +61,16 @@ class FaultInjector:
         self.armed: list[Fault] = []
 
     def fail(self, status: int, *, verb: str | None = None, resource: str | None = None, times: int = 1,
-             retry_after: int | None = None, message: str = "") -> Fault:
+             retry_after: int | None = None, message: str = "", agent: str | None = None) -> Fault:
         """Fail the next `times` matching requests with HTTP `status`."""
-        fault = Fault(verb, resource, status, times, retry_after=retry_after, message=message)
+        fault = Fault(verb, resource, status, times, retry_after=retry_after, message=message, agent=agent)
         self.armed.append(fault)
         return fault
 
     def delay(self, seconds: float, *, verb: str | None = None, resource: str | None = None,
-              times: int = 1) -> Fault:
+              times: int = 1, agent: str | None = None) -> Fault:
         """Delay the next `times` matching requests by `seconds`."""
-        fault = Fault(verb, resource, 0, times, latency=seconds)
+        fault = Fault(verb, resource, 0, times, latency=seconds, agent=agent)
         self.armed.append(fault)
         return fault
 
@@ -74,7 +78,7 @@ class FaultInjector:
         """Disarm every fault."""
         self.armed.clear()
 
-    def match(self, verb: str, resource: str) -> Fault | None:
+    def match(self, verb: str, resource: str, agent: str = "") -> Fault | None:
         """The first armed fault for this request, if any (used-up faults are dropped)."""
         self.armed = [f for f in self.armed if f.times > 0]
-        return next((f for f in self.armed if f.matches(verb, resource)), None)
+        return next((f for f in self.armed if f.matches(verb, resource, agent)), None)
