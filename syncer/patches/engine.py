@@ -104,32 +104,38 @@ class JSEngine:
         from py_mini_racer import MiniRacer  # V8 is loaded only when patches exist
 
         ctx = MiniRacer()
-        ctx.set_hard_memory_limit(self.memory_limit)
-        prelude = resources.files("syncer.patches").joinpath("prelude.js").read_text(encoding="utf-8")
-        await ctx.eval_cancelable(prelude.replace("__VCLUSTER__", json.dumps(self.vcluster)))
-        for i, expr in enumerate(self.expressions):
-            if expr is None:
-                continue
-            # An expression compiles to a function returning it. Text that only parses as a script (e.g.
-            # `if (...) {...} else {...}`) is run with eval, whose result is the script's completion
-            # value, as vcluster evaluates its patch scripts; its syntax is still checked here.
-            as_expression = (f"__rcs.define({i}, function (value, valueExists, context) {{ \"use strict\";\n"
-                             f"return ({expr}\n); }}); true")
-            as_script = (f"new Function({json.dumps(expr)}); __rcs.define({i}, function (value, valueExists, "
-                         f"context) {{ \"use strict\"; return eval({json.dumps(expr)}); }}); true")
-            try:
-                try:
-                    await asyncio.wait_for(ctx.eval_cancelable(as_expression), self.timeout)
-                except TimeoutError:
-                    raise
-                except Exception:
-                    await asyncio.wait_for(ctx.eval_cancelable(as_script), self.timeout)
-            except TimeoutError:
-                raise CompileError(i, "compiling the expression took too long") from None
-            except Exception as e:
-                raise CompileError(i, _first_line(e)) from None
-        await ctx.eval_cancelable("__rcs.seal()")
+        try:
+            ctx.set_hard_memory_limit(self.memory_limit)
+            prelude = resources.files("syncer.patches").joinpath("prelude.js").read_text(encoding="utf-8")
+            await ctx.eval_cancelable(prelude.replace("__VCLUSTER__", json.dumps(self.vcluster)))
+            for i, expr in enumerate(self.expressions):
+                if expr is not None:
+                    await self._compile(ctx, i, expr)
+            await ctx.eval_cancelable("__rcs.seal()")
+        except BaseException:
+            ctx.close()  # its thread would otherwise keep the process from exiting
+            raise
         self._ctx = ctx
+
+    async def _compile(self, ctx: Any, i: int, expr: str) -> None:
+        # An expression compiles to a function returning it. Text that only parses as a script (e.g.
+        # `if (...) {...} else {...}`) is run with eval, whose result is the script's completion value,
+        # as vcluster evaluates its patch scripts; its syntax is still checked here.
+        as_expression = (f"__rcs.define({i}, function (value, valueExists, context) {{ \"use strict\";\n"
+                         f"return ({expr}\n); }}); true")
+        as_script = (f"new Function({json.dumps(expr)}); __rcs.define({i}, function (value, valueExists, "
+                     f"context) {{ \"use strict\"; return eval({json.dumps(expr)}); }}); true")
+        try:
+            try:
+                await asyncio.wait_for(ctx.eval_cancelable(as_expression), self.timeout)
+            except TimeoutError:
+                raise
+            except Exception:
+                await asyncio.wait_for(ctx.eval_cancelable(as_script), self.timeout)
+        except TimeoutError:
+            raise CompileError(i, "compiling the expression took too long") from None
+        except Exception as e:
+            raise CompileError(i, _first_line(e)) from None
 
     async def close(self) -> None:
         """Release the V8 context."""
