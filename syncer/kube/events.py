@@ -47,7 +47,7 @@ class EventRecorder:
         self.component = component
         self.instance = instance
         self.clock = clock
-        self._seen: OrderedDict[str, tuple[str, int]] = OrderedDict()  # identity -> (event name, count)
+        self._seen: OrderedDict[str, int] = OrderedDict()  # identity -> count (the name derives from it)
 
     async def record(self, res: APIResource, obj: Obj, type_: str, reason: str, message: str,
                      action: str) -> Obj:
@@ -65,7 +65,7 @@ class EventRecorder:
         if known is not None:
             self._seen.move_to_end(identity)
             try:
-                return await self._count(namespace, name, known[1] + 1, now, identity)
+                return await self._count(namespace, name, known + 1, now, identity)
             except ApiError as e:
                 if not e.not_found:
                     raise
@@ -88,16 +88,16 @@ class EventRecorder:
                 raise
             existing = await self.client.get(EVENTS, name, namespace)  # written by an earlier run
             return await self._count(namespace, name, int(existing.get("count") or 1) + 1, now, identity)
-        self._remember(identity, name, 1)
+        self._remember(identity, 1)
         return stored
 
     async def _count(self, namespace: str, name: str, count: int, now: str, identity: str) -> Obj:
         stored = await self.client.patch(EVENTS, name, {"count": count, "lastTimestamp": now}, namespace)
-        self._remember(identity, name, count)
+        self._remember(identity, count)
         return stored
 
-    def _remember(self, identity: str, name: str, count: int) -> None:
-        self._seen[identity] = (name, count)
+    def _remember(self, identity: str, count: int) -> None:
+        self._seen[identity] = count
         self._seen.move_to_end(identity)
         while len(self._seen) > _LRU_SIZE:
             self._seen.popitem(last=False)

@@ -116,6 +116,7 @@ class Patcher:
             PatchFailed: naming the patch path and what went wrong.
         """
         out = copy.deepcopy(obj)
+        objects: str | None = None  # encoded once, on the first patch that applies
         for p in self.patches:
             if p.kind != "expression":
                 continue  # reference / labels: identity for cluster-scoped RuntimeClasses (module doc)
@@ -124,8 +125,10 @@ class Patcher:
                 continue
             assert self.engine is not None
             try:
-                results = await self.engine.run_object(host_obj, virtual_obj,
-                                                       [(p.index, m.value, m.exists, m.path) for m in matches])
+                if objects is None:
+                    objects = self.engine.encode_objects(host_obj, virtual_obj)
+                results = await self.engine.run_object(objects, [(p.index, m.value, m.exists, m.path)
+                                                                 for m in matches])
             except PatchError as e:
                 raise PatchFailed(p.path, e.reason) from None
             _apply_results(matches, results)

@@ -143,11 +143,26 @@ class JSEngine:
             self._ctx.close()
             self._ctx = None
 
-    async def run_object(self, host_obj: Any, virtual_obj: Any, calls: list[tuple[int, Any, bool, str]]) -> list[Any]:
+    @staticmethod
+    def encode_objects(host_obj: Any, virtual_obj: Any) -> str:
+        """Check and JSON-encode `context.hostObject` / `context.virtualObject` (None when absent) once
+        per object, for every `run_object` call on that object.
+
+        Raises:
+            PatchError: an integer beyond 2^53 - 1 in either object (the message says where).
+        """
+        for label, obj in (("hostObject", host_obj), ("virtualObject", virtual_obj)):
+            bad = find_unsafe_integer(obj)
+            if bad:
+                raise PatchError(f"context.{label}.{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot "
+                                 "represent exactly")
+        return json.dumps({"hostObject": host_obj, "virtualObject": virtual_obj})
+
+    async def run_object(self, objects: str, calls: list[tuple[int, Any, bool, str]]) -> list[Any]:
         """Evaluate patch functions for one object.
 
         Args:
-            host_obj, virtual_obj: `context.hostObject` / `context.virtualObject` (None when absent).
+            objects: the context objects, from `encode_objects`.
             calls: (patch index, value, valueExists, concrete path) per evaluation.
         Returns:
             the results in order; None where the expression returned null or undefined.
@@ -155,26 +170,21 @@ class JSEngine:
             PatchError: a throw, a timeout, out-of-memory, or an input integer beyond 2^53 - 1 (the
                 message says which and where).
         """
-        for label, obj in (("hostObject", host_obj), ("virtualObject", virtual_obj)):
-            bad = find_unsafe_integer(obj)
-            if bad:
-                raise PatchError(f"context.{label}.{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot "
-                                 "represent exactly")
         async with self._lock:
             started = time.perf_counter()
             try:
-                return await self._run_locked(host_obj, virtual_obj, calls)
+                return await self._run_locked(objects, calls)
             finally:
                 self.busy_seconds += time.perf_counter() - started
 
-    async def _run_locked(self, host_obj: Any, virtual_obj: Any, calls: list[tuple[int, Any, bool, str]]) -> list[Any]:
+    async def _run_locked(self, objects: str, calls: list[tuple[int, Any, bool, str]]) -> list[Any]:
         if self._ctx is None:
             await self.start()
         for _, value, _, path in calls:
             bad = find_unsafe_integer(value, path)
             if bad:
                 raise PatchError(f"{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot represent exactly")
-        batch = json.dumps({"hostObject": host_obj, "virtualObject": virtual_obj,
+        batch = json.dumps({"objects": objects,
                             "calls": [{"i": i, "value": v, "valueExists": e, "path": p} for i, v, e, p in calls]})
         raw = await self._eval(f"__rcs.runBatch({json.dumps(batch)})")
         self.evaluations += len(calls)

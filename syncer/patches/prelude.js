@@ -105,10 +105,11 @@
     define: function (i, fn) { if (sealed) throw new Error("patch functions are sealed"); fns[i] = fn; },
     seal: function () { sealed = true; return true; },
     // One evaluation per patch and object: every place the patch's path resolved to, in order.
-    // json: {hostObject, virtualObject, calls: [{i, value, valueExists, path}]} -> JSON [{v: result}, ...]
+    // json: {objects: JSON of {hostObject, virtualObject}, calls: [{i, value, valueExists, path}]}
+    //   -> JSON [{v: result}, ...]
     runBatch: function (json) {
-      var a = JSON.parse(json);
-      var host = deepFreeze(a.hostObject), virt = deepFreeze(a.virtualObject), out = [];
+      var a = JSON.parse(json), o = JSON.parse(a.objects);
+      var host = deepFreeze(o.hostObject), virt = deepFreeze(o.virtualObject), out = [];
       for (var k = 0; k < a.calls.length; k++) {
         var c = a.calls[k];
         current = c.path;
