@@ -31,9 +31,9 @@ from aiohttp import web
 
 from syncer.config.selector import SelectorError
 from syncer.config.selector import parse as parse_label_selector
-from syncer.embedded import admission, openapi
+from syncer.embedded import admission, fielderrors, openapi, validation
 from syncer.embedded.faults import FaultInjector
-from syncer.embedded.status import StatusError, already_exists, conflict, not_found
+from syncer.embedded.status import StatusError, already_exists, conflict, invalid, not_found
 from syncer.embedded.storage import Change, Expired, Obj, Storage, Watcher
 from syncer.embedded.tables import to_table
 from syncer.kube.clock import now_rfc3339
@@ -252,7 +252,9 @@ class EmbeddedAPIServer:
         sub = rest[2] if len(rest) == 3 else None
         ns = namespace or ""
         m = request.method
-        fault = self.faults.match(self._verb(request, name), res.plural, request.headers.get("User-Agent", ""))
+        # Faults name resources as RBAC does: a subresource is `pods/status`, `pods/binding`.
+        fault = self.faults.match(self._verb(request, name), f"{res.plural}/{sub}" if sub else res.plural,
+                                  request.headers.get("User-Agent", ""))
         if fault is not None:
             await fault.apply()
         if name is None:
@@ -284,7 +286,7 @@ class EmbeddedAPIServer:
             return "get" if name else "watch" if _truthy(request.query.get("watch")) else "list"
         if name is None:
             return {"POST": "create", "DELETE": "deletecollection"}.get(m, m.lower())
-        return {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(m, m.lower())
+        return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(m, m.lower())
 
     # ------------------------------------------------------------------ discovery
 
@@ -422,6 +424,16 @@ class EmbeddedAPIServer:
         except (ValueError, yaml.YAMLError) as e:
             raise StatusError(400, f"the request body could not be decoded: {e}") from None
 
+    @staticmethod
+    def _decodable(res: APIResource, obj: Obj) -> Obj:
+        """Refuse a body that a typed decode refuses (labels/annotations not string maps) as the
+        create and update handlers do: 400 `<Kind> in version "v1" cannot be handled as a <Kind>: ...`."""
+        problem = validation.decode_errors(res.kind, obj)
+        if problem:
+            raise StatusError(400, f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
+                                   f"{problem}")
+        return obj
+
     def _check_type(self, res: APIResource, body: Any) -> Obj:
         if not isinstance(body, dict):
             raise StatusError(400, f"the request body must be a {res.kind} object")
@@ -434,8 +446,9 @@ class EmbeddedAPIServer:
         return body
 
     async def _create(self, request: web.Request, res: APIResource, ns: str) -> web.Response:
-        return web.json_response(self._create_obj(res, ns, self._check_type(res, await self._body(request)),
-                                                  dry_run=bool(request.query.get("dryRun"))), status=201)
+        obj = self._decodable(res, self._check_type(res, await self._body(request)))
+        return web.json_response(self._create_obj(res, ns, obj, dry_run=bool(request.query.get("dryRun"))),
+                                 status=201)
 
     def _create_obj(self, res: APIResource, ns: str, obj: Obj, dry_run: bool = False) -> Obj:
         meta = obj["metadata"]
@@ -470,7 +483,7 @@ class EmbeddedAPIServer:
 
     async def _replace(self, request: web.Request, res: APIResource, ns: str, name: str,
                        sub: str | None) -> web.Response:
-        body = self._check_type(res, await self._body(request))
+        body = self._decodable(res, self._check_type(res, await self._body(request)))
         old = self._get(res, ns, name)
         return web.json_response(self._update_obj(res, old, body, sub))
 
@@ -501,6 +514,8 @@ class EmbeddedAPIServer:
                 else:
                     new["metadata"].pop(k, None)
             new["metadata"]["name"] = name
+            if res == PODS and isinstance(new.get("spec"), dict):
+                admission.default_pod_spec(new)
             admission.validate_update(res, new, old)
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if new == old:
@@ -538,22 +553,45 @@ class EmbeddedAPIServer:
                                    f"include: application/json-patch+json, application/merge-patch+json, "
                                    f"application/apply-patch+yaml (got {ctype})")
         patched = self._check_type(res, patched)
+        problem = validation.decode_errors(res.kind, patched)
+        if problem:  # the patch handlers' decode failure: 422 with the cause on the field "patch"
+            raise invalid(None, "", [fielderrors.invalid("patch", json.dumps(body), problem)])
         if patched["metadata"].get("resourceVersion") == old["metadata"]["resourceVersion"]:
             patched["metadata"].pop("resourceVersion")  # only a rv the patch itself names is a precondition
         return web.json_response(self._update_obj(res, old, patched, sub))
 
     async def _bind(self, request: web.Request, ns: str, name: str) -> web.Response:
-        """`pods/binding`: set spec.nodeName once, as the scheduler does (409 if already bound)."""
+        """`pods/binding` as the pod registry's `BindingREST.Create`: the Binding must name the pod of the
+        URL (400) and a target node (`ValidatePodBinding`); `spec.nodeName` is set once, with the
+        PodScheduled condition; a bound pod or one being deleted is a 409 Conflict on `pods/binding`."""
         body = await self._body(request)
-        target = (body or {}).get("target") or {} if isinstance(body, dict) else {}
-        node = target.get("name")
-        if not node:
-            raise StatusError(400, "binding target name is required")
+        if not isinstance(body, dict):
+            raise StatusError(400, f"not a Binding object: {body!r}")
+        if (body.get("metadata") or {}).get("name") != name:
+            raise StatusError(400, "name in URL does not match name in Binding object")
+        target = body.get("target") or {}
+        errs = []
+        if target.get("kind") not in (None, "", "Node"):
+            errs.append(fielderrors.not_supported("target.kind", target["kind"], ["Node", "<empty>"]))
+        if not target.get("name"):
+            errs.append(fielderrors.required("target.name"))
+        if errs:
+            raise StatusError(500, "Internal error occurred: " + ", ".join(str(e) for e in errs), "InternalError")
         old = self._get(PODS, ns, name)
-        if (old.get("spec") or {}).get("nodeName"):
-            raise conflict(PODS, name, f"pod {name} is already assigned to node \"{old['spec']['nodeName']}\"")
+        why = None
+        if old["metadata"].get("deletionTimestamp"):
+            why = f"pod {name} is being deleted, cannot be assigned to a host"
+        elif (old.get("spec") or {}).get("nodeName"):
+            why = f'pod {name} is already assigned to node "{old["spec"]["nodeName"]}"'
+        if why:
+            raise StatusError(409, f'Operation cannot be fulfilled on pods/binding "{name}": {why}', "Conflict",
+                              {"name": name, "kind": "pods/binding"})
         new = copy.deepcopy(old)
-        new["spec"]["nodeName"] = node
+        new["spec"]["nodeName"] = target["name"]
+        status = new.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        status["conditions"] = [*conditions, {"type": "PodScheduled", "status": "True",
+                                              "lastTransitionTime": now_rfc3339()}]
         self.storage.write(PODS, new, old)
         return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                   "code": 201}, status=201)
@@ -572,7 +610,10 @@ class EmbeddedAPIServer:
         grace = opts.get("gracePeriodSeconds") if isinstance(opts, dict) else None
         if grace is None and request.query.get("gracePeriodSeconds", "").isdigit():
             grace = int(request.query["gracePeriodSeconds"])
-        if res == PODS and (old.get("spec") or {}).get("nodeName"):
+        # The pod registry's CheckGracefulDelete: a pod that is not scheduled, or has finished
+        # (Succeeded/Failed), is deleted at once whatever the grace period asked for.
+        if res == PODS and (old.get("spec") or {}).get("nodeName") and \
+                (old.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
             graceful = self._delete_scheduled_pod(old, grace)
             if graceful is not None:
                 return web.json_response(graceful)

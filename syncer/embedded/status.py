@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from syncer.embedded.fielderrors import FieldError
 from syncer.kube.resources import APIResource
 
 _REASONS = {
@@ -66,11 +67,21 @@ def conflict(res: APIResource, name: str, why: str) -> StatusError:
                        _details(res, name))
 
 
-def invalid(res: APIResource, name: str, causes: list[str]) -> StatusError:
-    """`<Kind>[.<group>] "<name>" is invalid: <causes>` (422 Invalid)."""
-    kind = f"{res.kind}.{res.group}" if res.group else res.kind
-    msg = f'{kind} "{name}" is invalid: ' + ", ".join(causes)
-    return StatusError(422, msg, "Invalid", _details(res, name))
+def invalid(res: APIResource | None, name: str, errors: list[FieldError]) -> StatusError:
+    """422 Invalid as `errors.NewInvalid` makes it: `<Kind>[.<group>] "<name>" is invalid: <error>`, or
+    `[<error>, <error>]` for several (repeats dropped, as `ErrorList.ToAggregate`), with one
+    `StatusCause` (type, field, message) per error. `res` None is the kind-less form the patch handler
+    uses for a patch that does not decode."""
+    unique = list(dict.fromkeys(str(e) for e in errors))
+    text = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+    kind = "" if res is None else f"{res.kind}.{res.group}" if res.group else res.kind
+    details: dict[str, Any] = {"name": name, "causes": [
+        {"reason": e.cause_type, "message": e.body(), "field": e.field} for e in errors]}
+    if res is not None:
+        details["kind"] = res.kind
+        if res.group:
+            details["group"] = res.group
+    return StatusError(422, f'{kind} "{name}" is invalid: {text}', "Invalid", details)
 
 
 def forbidden(res: APIResource, name: str, why: str) -> StatusError:

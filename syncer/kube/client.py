@@ -136,11 +136,20 @@ class KubeClient:
         """Close the connection pool."""
         await self.api.close()
 
+    @staticmethod
+    def _resource_label(res: APIResource, subresource: str | None) -> str:
+        """How errors name what was asked for, as RBAC names it: `pods`, `pods/binding`,
+        `runtimeclasses.node.k8s.io`, `leases/status.coordination.k8s.io`."""
+        if not subresource:
+            return res.qualified
+        return f"{res.plural}/{subresource}" + (f".{res.group}" if res.group else "")
+
     async def _send(self, verb: str, res: APIResource, method: str, path: str, *,
                     query: list[tuple[str, str]] | None = None, body: Any = None,
-                    content_type: str = "application/json",
+                    content_type: str = "application/json", subresource: str | None = None,
                     timeout: aiohttp.ClientTimeout | float | None = None) -> aiohttp.ClientResponse:
         headers = {"Accept": "application/json", "Content-Type": content_type}
+        label = self._resource_label(res, subresource)
         try:
             resp: aiohttp.ClientResponse = await self.api.call_api(
                 path, method, query_params=query or [], header_params=headers, body=body,
@@ -148,14 +157,14 @@ class KubeClient:
                 _request_timeout=timeout if timeout is not None else self.request_timeout)
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise ApiError(0, "ConnectionError", str(e) or type(e).__name__, cluster=self.cluster, verb=verb,
-                           resource=res.qualified) from e
+                           resource=label) from e
         if resp.status >= 400:
             raw = await resp.read()
             resp.release()
-            raise self._error(verb, res, resp, raw)
+            raise self._error(verb, label, resp, raw)
         return resp
 
-    def _error(self, verb: str, res: APIResource, resp: aiohttp.ClientResponse, raw: bytes) -> ApiError:
+    def _error(self, verb: str, label: str, resp: aiohttp.ClientResponse, raw: bytes) -> ApiError:
         reason, message = resp.reason or "", raw.decode("utf-8", "replace")[:500]
         try:
             status = json.loads(raw)
@@ -165,26 +174,27 @@ class KubeClient:
             pass
         retry = resp.headers.get("Retry-After")
         retry_after = float(retry) if retry and retry.replace(".", "", 1).isdigit() else None
-        return ApiError(resp.status, reason, message, cluster=self.cluster, verb=verb, resource=res.qualified,
+        return ApiError(resp.status, reason, message, cluster=self.cluster, verb=verb, resource=label,
                         retry_after=retry_after)
 
     async def _json(self, verb: str, res: APIResource, method: str, path: str, **kw: Any) -> Obj:
         resp = await self._send(verb, res, method, path, **kw)
+        label = self._resource_label(res, kw.get("subresource"))
         try:
             raw = await resp.read()
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise ApiError(0, "ConnectionError", str(e) or type(e).__name__, cluster=self.cluster, verb=verb,
-                           resource=res.qualified) from e
+                           resource=label) from e
         finally:
             resp.release()
         try:
             data = json.loads(raw) if raw else {}
         except ValueError as e:
             raise ApiError(resp.status, "BadResponse", f"response is not JSON: {e}", cluster=self.cluster,
-                           verb=verb, resource=res.qualified) from e
+                           verb=verb, resource=label) from e
         if not isinstance(data, dict):
             raise ApiError(resp.status, "BadResponse", "response is not a JSON object", cluster=self.cluster,
-                           verb=verb, resource=res.qualified)
+                           verb=verb, resource=label)
         return data
 
     @staticmethod
@@ -214,13 +224,13 @@ class KubeClient:
                       subresource: str | None = None) -> Obj:
         """PUT an object (its metadata.resourceVersion, if set, is a precondition: 409 Conflict when stale)."""
         return await self._json("update", res, "PUT", res.path(namespace, obj["metadata"]["name"], subresource),
-                                body=obj)
+                                body=obj, subresource=subresource)
 
     async def patch(self, res: APIResource, name: str, patch: Any, namespace: str | None = None, *,
                     patch_type: str = "merge", subresource: str | None = None) -> Obj:
         """PATCH an object with a merge (default), strategic, json or apply patch; returns the result."""
         return await self._json("patch", res, "PATCH", res.path(namespace, name, subresource), body=patch,
-                                content_type=PATCH_TYPES[patch_type])
+                                content_type=PATCH_TYPES[patch_type], subresource=subresource)
 
     async def delete(self, res: APIResource, name: str, namespace: str | None = None, *, uid: str | None = None,
                      resource_version: str | None = None, grace_period_seconds: int | None = None) -> Obj:
@@ -241,7 +251,8 @@ class KubeClient:
         (409 when the pod is already bound)."""
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        return await self._json("create", PODS, "POST", PODS.path(namespace, name, "binding"), body=body)
+        return await self._json("create", PODS, "POST", PODS.path(namespace, name, "binding"), body=body,
+                                subresource="binding")
 
     async def watch(self, res: APIResource, resource_version: str, namespace: str | None = None, *,
                     label_selector: str | None = None, field_selector: str | None = None,

@@ -1,0 +1,211 @@
+"""The test API server refuses what a real kube-apiserver refuses, with its messages (validation.py
+names the Kubernetes function of each rule), and the registry semantics of pods/binding and graceful
+deletion. Everything here goes over real HTTP with the real client."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from syncer.kube.client import ApiError
+from syncer.kube.resources import PODS, RUNTIMECLASSES
+from tests.conftest import Clusters, pod, rc
+
+Obj = dict[str, Any]
+NS = "default"
+LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+             "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+
+
+def with_spec(**changes: Any) -> Obj:
+    p = pod("p")
+    p["spec"].update(changes)
+    return p
+
+
+def container(name: str = "app", **fields: Any) -> Obj:
+    return {"name": name, "image": "nginx:1.27", **fields}
+
+
+# (what, the pod, the exact 422 message after `Pod "p" is invalid: `)
+CREATE_CASES: list[tuple[str, Obj, str]] = [
+    ("hostname with dots", with_spec(hostname="a.b"), 'spec.hostname: Invalid value: "a.b": must not contain dots'),
+    ("hostname over 63", with_spec(hostname="h" * 64),
+     f'spec.hostname: Invalid value: "{"h" * 64}": must be no more than 63 characters'),
+    ("subdomain upper case", with_spec(subdomain="Web"), f'spec.subdomain: Invalid value: "Web": {LABEL_MSG}'),
+    ("container name", with_spec(containers=[container("App")]),
+     f'spec.containers[0].name: Invalid value: "App": {LABEL_MSG}'),
+    ("container names unique across init and app containers",
+     with_spec(initContainers=[container("app")], containers=[container("app")]),
+     'spec.containers[0].name: Duplicate value: "app"'),
+    ("image required", with_spec(containers=[{"name": "app"}]), "spec.containers[0].image: Required value"),
+    ("volume names unique", with_spec(volumes=[{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}]),
+     'spec.volumes[1].name: Duplicate value: "v"'),
+    ("volume name a label", with_spec(volumes=[{"name": "a.b", "emptyDir": {}}]),
+     'spec.volumes[0].name: Invalid value: "a.b": must not contain dots'),
+    ("volume type required", with_spec(volumes=[{"name": "v"}]), "spec.volumes[0]: Required value: must specify a "
+                                                                 "volume type"),
+    ("mount of a missing volume", with_spec(containers=[container(volumeMounts=[{"name": "x", "mountPath": "/x"}])]),
+     'spec.containers[0].volumeMounts[0].name: Not found: "x"'),
+    ("env var name", with_spec(containers=[container(env=[{"name": "A=B", "value": "1"}])]),
+     'spec.containers[0].env[0].name: Invalid value: "A=B": a valid environment variable name must consist only of '
+     "printable ASCII characters other than '='"),
+    ("env fieldRef path", with_spec(containers=[container(env=[{"name": "A", "valueFrom": {
+        "fieldRef": {"fieldPath": "metadata.labels"}}}])]),
+     'spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: "metadata.labels": supported '
+     'values: "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName", '
+     '"status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"'),
+    ("dnsPolicy None needs nameservers", with_spec(dnsPolicy="None", dnsConfig={"searches": ["a.b"]}),
+     "spec.dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is None"),
+    ("at most 3 nameservers", with_spec(dnsConfig={"nameservers": ["1.1.1.1", "2.2.2.2", "3.3.3.3", "4.4.4.4"]}),
+     'spec.dnsConfig.nameservers: Invalid value: []string{"1.1.1.1", "2.2.2.2", "3.3.3.3", "4.4.4.4"}: must not have '
+     "more than 3 nameservers"),
+    ("nameserver an IP", with_spec(dnsConfig={"nameservers": ["dns.local"]}),
+     'spec.dnsConfig.nameservers[0]: Invalid value: "dns.local": must be a valid IP address'),
+    ("at most 32 searches", with_spec(dnsConfig={"searches": [f"s{i}" for i in range(33)]}),
+     "spec.dnsConfig.searches: Invalid value: []string{" + ", ".join(f'"s{i}"' for i in range(33))
+     + "}: must not have more than 32 search paths"),
+    ("dnsPolicy", with_spec(dnsPolicy="Cluster"), 'spec.dnsPolicy: Unsupported value: "Cluster": supported values: '
+                                                 '"ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"'),
+    ("activeDeadlineSeconds", with_spec(activeDeadlineSeconds=0),
+     "spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive"),
+    ("toleration Exists with a value", with_spec(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]),
+     "spec.tolerations[0].operator: Invalid value: \"v\": value must be empty when `operator` is 'Exists'"),
+    ("tolerationSeconds needs NoExecute",
+     with_spec(tolerations=[{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]),
+     "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` "
+     "is set"),
+    ("toleration effect", with_spec(tolerations=[{"key": "k", "operator": "Exists", "effect": "Never"}]),
+     'spec.tolerations[0].effect: Unsupported value: "Never": supported values: "NoSchedule", "PreferNoSchedule", '
+     '"NoExecute"'),
+    ("label value", {**pod("p"), "metadata": {"name": "p", "labels": {"a": "-x"}}},
+     'metadata.labels: Invalid value: "-x": a valid label must be an empty string or consist of alphanumeric '
+     "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+     "'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
+    ("annotation key", {**pod("p"), "metadata": {"name": "p", "annotations": {"a b": "x"}}},
+     "metadata.annotations: Invalid value: \"a b\": name part must consist of alphanumeric characters, '-', '_' or "
+     "'.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+     "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+]
+
+
+@pytest.mark.parametrize(("what", "manifest", "message"), CREATE_CASES, ids=[c[0] for c in CREATE_CASES])
+async def test_pod_create_is_validated_like_kube_apiserver(clusters: Clusters, what: str, manifest: Obj,
+                                                           message: str) -> None:
+    with pytest.raises(ApiError) as err:
+        await clusters.host.create(PODS, copy.deepcopy(manifest), NS)
+    assert err.value.status == 422 and err.value.reason == "Invalid", what
+    assert err.value.message == f'Pod "p" is invalid: {message}'
+
+
+async def test_several_errors_are_listed_with_their_causes(clusters: Clusters) -> None:
+    bad = with_spec(hostname="a.b", activeDeadlineSeconds=0)
+    resp = await clusters.host.api.call_api(PODS.path(NS), "POST", header_params={"Content-Type": "application/json"},
+                                            body=bad, _preload_content=False)
+    status = await resp.json()
+    assert resp.status == 422
+    assert status["message"] == ('Pod "p" is invalid: [spec.hostname: Invalid value: "a.b": must not contain dots, '
+                                 "spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, "
+                                 "inclusive]")
+    assert status["details"]["kind"] == "Pod" and status["details"]["causes"] == [
+        {"reason": "FieldValueInvalid", "message": 'Invalid value: "a.b": must not contain dots',
+         "field": "spec.hostname"},
+        {"reason": "FieldValueInvalid", "message": "Invalid value: 0: must be between 1 and 2147483647, inclusive",
+         "field": "spec.activeDeadlineSeconds"}]
+
+
+async def test_pod_update_rules(clusters: Clusters) -> None:
+    await clusters.host.create(PODS, with_spec(activeDeadlineSeconds=100,
+                                               tolerations=[{"key": "k", "operator": "Exists"}]), NS)
+    # allowed: an image, a lower deadline, an added toleration
+    await clusters.host.patch(PODS, "p", {"spec": {"containers": [container(image="nginx:1.28")],
+                                                   "activeDeadlineSeconds": 50,
+                                                   "tolerations": [{"key": "k", "operator": "Exists"},
+                                                                   {"key": "j", "operator": "Exists"}]}}, NS)
+    refused = [
+        ({"spec": {"activeDeadlineSeconds": 60}},
+         "spec.activeDeadlineSeconds: Invalid value: 60: must be less than or equal to previous value"),
+        ({"spec": {"activeDeadlineSeconds": None}},
+         "spec.activeDeadlineSeconds: Invalid value: null: must not update from a positive integer to nil value"),
+        ({"spec": {"tolerations": [{"key": "j", "operator": "Exists"}]}},
+         "spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"),
+        ({"spec": {"hostname": "other"}},
+         "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+         "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
+         "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"),
+    ]
+    for patch, message in refused:
+        with pytest.raises(ApiError) as err:
+            await clusters.host.patch(PODS, "p", patch, NS)
+        assert (err.value.status, err.value.message) == (422, f'Pod "p" is invalid: {message}')
+
+
+async def test_runtime_class_validation(clusters: Clusters) -> None:
+    with pytest.raises(ApiError) as err:
+        await clusters.host.create(RUNTIMECLASSES, rc("x", "run.sc"))
+    assert err.value.message == 'RuntimeClass.node.k8s.io "x" is invalid: handler: Invalid value: "run.sc": must not ' \
+                                "contain dots"
+    await clusters.host.create(RUNTIMECLASSES, rc("x", "runsc"))
+    with pytest.raises(ApiError) as err:
+        await clusters.host.patch(RUNTIMECLASSES, "x", {"handler": "kata"})
+    assert err.value.message == 'RuntimeClass.node.k8s.io "x" is invalid: handler: Invalid value: "kata": field is ' \
+                                "immutable"
+
+
+async def test_non_string_annotation_values_are_refused(clusters: Clusters) -> None:
+    bad = rc("x")
+    bad["metadata"]["annotations"] = {"a": {}}
+    with pytest.raises(ApiError) as err:  # create: the typed decode fails (400)
+        await clusters.host.create(RUNTIMECLASSES, bad)
+    assert (err.value.status, err.value.message) == (400, 'RuntimeClass in version "v1" cannot be handled as a '
+                                                          "RuntimeClass: json: cannot unmarshal object into Go "
+                                                          "struct field ObjectMeta.metadata.annotations of type string")
+    await clusters.host.create(RUNTIMECLASSES, rc("x"))
+    resp = await clusters.host.api.call_api(
+        RUNTIMECLASSES.path(None, "x"), "PATCH", header_params={"Content-Type": "application/merge-patch+json"},
+        body={"metadata": {"annotations": {"a": 1}}}, _preload_content=False)
+    status = await resp.json()  # a patch: 422 with the cause on the field "patch", as the patch handler says
+    assert resp.status == 422 and status["reason"] == "Invalid"
+    (cause,) = status["details"]["causes"]
+    assert cause["field"] == "patch" and cause["reason"] == "FieldValueInvalid"
+    assert cause["message"].endswith("json: cannot unmarshal number into Go struct field ObjectMeta.metadata."
+                                     "annotations of type string")
+
+
+async def test_binding_sets_the_node_once(clusters: Clusters) -> None:
+    await clusters.host.create(PODS, pod("p"), NS)
+    await clusters.host.bind("p", NS, "node-1")
+    bound = await clusters.host.get(PODS, "p", NS)
+    assert bound["spec"]["nodeName"] == "node-1"
+    assert {"type": "PodScheduled", "status": "True"}.items() <= bound["status"]["conditions"][-1].items()
+    with pytest.raises(ApiError) as err:
+        await clusters.host.bind("p", NS, "node-2")
+    assert (err.value.status, err.value.message) == (
+        409, 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "node-1"')
+    assert err.value.resource == "pods/binding" and err.value.verb == "create"
+    assert (await clusters.host.get(PODS, "p", NS))["spec"]["nodeName"] == "node-1"
+
+
+async def test_graceful_deletion_as_the_pod_registry(clusters: Clusters) -> None:
+    await clusters.host.create(PODS, pod("unscheduled"), NS)
+    await clusters.host.delete(PODS, "unscheduled", NS, grace_period_seconds=30)
+    with pytest.raises(ApiError) as err:  # never scheduled: gone at once whatever the grace period
+        await clusters.host.get(PODS, "unscheduled", NS)
+    assert err.value.not_found
+
+    await clusters.host.create(PODS, pod("running"), NS)
+    await clusters.host.bind("running", NS, "node-1")
+    await clusters.host.delete(PODS, "running", NS, grace_period_seconds=20)
+    meta = (await clusters.host.get(PODS, "running", NS))["metadata"]
+    assert meta["deletionGracePeriodSeconds"] == 20 and meta["deletionTimestamp"]
+
+    await clusters.host.create(PODS, pod("done"), NS)
+    await clusters.host.bind("done", NS, "node-1")
+    await clusters.host.patch(PODS, "done", {"status": {"phase": "Succeeded"}}, NS, subresource="status")
+    await clusters.host.delete(PODS, "done", NS, grace_period_seconds=20)
+    with pytest.raises(ApiError) as err:  # finished: nothing left to stop, gone at once
+        await clusters.host.get(PODS, "done", NS)
+    assert err.value.not_found
