@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from syncer.config.model import load_config, parse_config
@@ -51,7 +53,8 @@ async def test_each_path_form_and_scope_variable(clusters: Clusters) -> None:
     doc = with_patches(
         {"path": "handler", "expression": '"tenant-" + value'},                                         # dots
         {"path": "scheduling.tolerations[0].effect", "expression": '"PreferNoSchedule"'},             # [N]
-        {"path": "scheduling.tolerations[*].key", "expression": 'value + "-" + context.path'},       # [*]
+        # [*]; a real API server takes only a qualified name as a toleration key, so the path is squeezed into one
+        {"path": "scheduling.tolerations[*].key", "expression": 'value + "-" + context.path.replace(/[^a-z0-9]/g, "")'},
         {"path": "metadata.labels.*", "expression": "value.toUpperCase()"},                          # *
         {"path": 'metadata.annotations["sandbox.example.com/vcluster"]',                              # quoted,
          "expression": "[valueExists, context.vcluster.name, context.vcluster.namespace, "            # created
@@ -67,8 +70,7 @@ async def test_each_path_form_and_scope_variable(clusters: Clusters) -> None:
     assert v["handler"] == "tenant-runsc"
     tols = v["scheduling"]["tolerations"]
     assert tols[0]["effect"] == "PreferNoSchedule"
-    assert [t["key"] for t in tols] == ["sandbox-scheduling.tolerations[0].key",
-                                        "dedicated-scheduling.tolerations[1].key"]
+    assert [t["key"] for t in tols] == ["sandbox-schedulingtolerations0key", "dedicated-schedulingtolerations1key"]
     assert v["metadata"]["labels"] == {"environment": "DEVELOPMENT"}
     ann = v["metadata"]["annotations"]
     assert ann["sandbox.example.com/vcluster"] in (f"false|{VCLUSTER}|{HOST_NS}|true|runsc|new",
@@ -237,3 +239,68 @@ async def test_out_of_memory_is_contained_and_the_context_rebuilt(clusters: Clus
     (event,) = events.values()
     assert event["reason"] == "PatchFailed" and "ran out of memory (limit 32 MiB)" in event["message"]
     assert objs["fine"]["handler"] == "fine-ok"
+
+
+PROMISE = "a Promise (patch expressions run synchronously: an async function or import() cannot be used)"
+NOT_JSON = {  # host class name -> (what the expression returns, where and why in the PatchFailed event)
+    "promise": ('import("./x.js")', f"result is not JSON data: {PROMISE}"),
+    "async": ('(async () => "x")()', f"result is not JSON data: {PROMISE}"),
+    "fn": ("(function () { return 1; })", "result is not JSON data: a function"),
+    "sym": ('Symbol("s")', "result is not JSON data: a symbol"),
+    "cyclic": ("(function () { var o = {}; o.self = o; return o; })()",
+               "result.self is not JSON data: a cyclic object"),
+}
+
+
+async def test_results_that_are_not_json_data_are_patch_failures(clusters: Clusters,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    # Regression: a Promise (import(), an async function) was written as {} to the virtual API server, refused
+    # there and retried forever, with no PatchFailed event and no log line naming the patch.
+    caplog.set_level(logging.INFO)
+    table = ", ".join(f"{k}: function () {{ return {expr}; }}" for k, (expr, _) in NOT_JSON.items())
+    expression = f'({{{table}, ok: function () {{ return "fine"; }}}})[context.hostObject.metadata.name]()'
+    before = {}
+    for name in [*NOT_JSON, "ok"]:
+        await clusters.host.create(RUNTIMECLASSES, rc(name, labels={"environment": "development"}))
+        if name != "ok":  # the last good copy, which must be kept as it is
+            before[name] = await clusters.virtual.create(RUNTIMECLASSES, rc(name, labels={"environment":
+                                                                                          "development"}))
+    doc = with_patches({"path": 'metadata.annotations["result"]', "expression": expression})
+    patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None
+    try:
+        async with running_syncer(clusters, doc, patcher=patcher):
+            await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: o.get("ok", {}).get("metadata", {}).get(
+                "annotations", {}).get("result") == "fine", what="ok patched")
+            events = await wait_for(clusters.virtual, EVENTS, lambda o: {e["involvedObject"]["name"] for e in
+                                                                         o.values()} >= set(NOT_JSON),
+                                    namespace="default", what="an event per failing class")
+            after = await clusters.virtual.list(RUNTIMECLASSES)
+    finally:
+        await patcher.close()
+    for e in events.values():
+        name = e["involvedObject"]["name"]
+        assert (e["type"], e["reason"]) == ("Warning", "PatchFailed")
+        assert e["message"] == (f'runtime class "{name}": patch "metadata.annotations["result"]" failed: the '
+                                f"result at metadata.annotations.{NOT_JSON[name][1]}"), name
+    kept = {o["metadata"]["name"]: o for o in after["items"]}
+    for name, obj in before.items():
+        assert kept[name]["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"], name  # not written
+    for name in NOT_JSON:  # a log line names the object and the patch path
+        assert f'runtime class "{name}": patch "metadata.annotations["result"]" failed' in caplog.text
+
+
+async def test_patch_results_that_a_server_cannot_decode_are_patch_failures(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+    await clusters.virtual.create(RUNTIMECLASSES, rc("gvisor"))
+    doc = with_patches({"path": 'metadata.annotations["n"]', "expression": "42"})
+    patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None
+    try:
+        async with running_syncer(clusters, doc, patcher=patcher):
+            events = await wait_for(clusters.virtual, EVENTS, bool, namespace="default", what="event")
+    finally:
+        await patcher.close()
+    (event,) = events.values()
+    assert event["message"] == ('runtime class "gvisor": patch "metadata.annotations["n"]" failed: the result at '
+                                'metadata.annotations["n"] must be a string, got 42')

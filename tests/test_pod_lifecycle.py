@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 from collections.abc import AsyncIterator
 
@@ -154,3 +155,21 @@ async def test_forced_runtime_class_on_host_pods(clusters: Clusters) -> None:
         (event,) = await warnings_for(clusters, "vm")  # the gate judges the pod's own class
     assert pods[hname("plain")]["spec"]["runtimeClassName"] == "gvisor"
     assert 'the runtime class "kata" in the host does not match' in event["message"]
+
+
+@pytest.mark.parametrize("status", [404, 403])
+async def test_status_is_copied_when_binding_fails(clusters: Clusters, caplog: pytest.LogCaptureFixture,
+                                                   status: int) -> None:
+    # Regression: a failed pods/binding (a virtual API server without it, or RBAC without it) raised before
+    # the status was copied, so the virtual pod never showed Running, and the log blamed "create pods".
+    caplog.set_level(logging.INFO)
+    refused = clusters.virtual_server.faults.fail(status, verb="create", resource="pods/binding", times=10_000)
+    async with running_syncer(clusters, rc_config(DEV)), kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        vp = await virtual_pod(clusters, "web", running, "web Running without a binding")
+        await refused.wait_hits(2)  # retried with backoff
+    assert not vp["spec"].get("nodeName")
+    lines = [r.getMessage() for r in caplog.records if "pods/binding" in r.getMessage()]
+    assert len(lines) == 1, lines  # reported once, with its real verb and resource
+    assert "create pods/binding" in lines[0] and "on the virtual cluster" in lines[0]
+    assert "create pods on the virtual cluster" not in caplog.text

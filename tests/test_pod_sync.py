@@ -104,9 +104,10 @@ async def test_non_matching_class_is_refused(clusters: Clusters) -> None:
 
 async def test_unevaluable_labels_are_refused(clusters: Clusters) -> None:
     # A real API server never returns such labels; bad input must still give a clear refusal.
-    await clusters.host.create(RUNTIMECLASSES, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
-                                                "metadata": {"name": "odd", "labels": {"environment": 7}},
-                                                "handler": "odd"})
+    # (the test API server refuses to store it, as a real one does, so it is put into its storage directly)
+    clusters.host_server.storage.write(RUNTIMECLASSES, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                                                        "metadata": {"name": "odd", "labels": {"environment": 7}},
+                                                        "handler": "odd"}, None)
     async with running_syncer(clusters, rc_config(DEV)):
         await clusters.virtual.create(PODS, pod("p", "odd"), "default")
         (event,) = await warnings_for(clusters, "p")
@@ -212,3 +213,13 @@ async def test_host_rejection_becomes_a_sync_error_event(clusters: Clusters) -> 
         assert syncer.pod_queue.rate_limiter.when("probe") < syncer.pod_queue.rate_limiter.when("default/clash")
     assert event["reason"] == "SyncError"
     assert "conflict: runtimeClass.scheduling.nodeSelector[sandbox] = gvisor" in event["message"]
+
+
+async def test_long_pod_name_with_dots_syncs_with_a_label_hostname(clusters: Clusters) -> None:
+    # Regression: the host pod's spec.hostname kept the dots of the virtual name, which a real API server
+    # refuses ("must not contain dots"); the pod was retried forever.
+    name = "a" * 36 + "." + "b" * 36
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod(name), "default")
+        objs = await host_pods(clusters, lambda o: hname(name) in o, "the dotted pod synced")
+    assert objs[hname(name)]["spec"]["hostname"] == "a" * 36 + "-" + "b" * 26

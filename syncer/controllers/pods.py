@@ -45,6 +45,12 @@ class HostRejected(ReconcileError):
     """The host API server refused the pod (reported as a SyncError event; retried with backoff)."""
 
 
+class BindingFailed(ReconcileError):
+    """Binding a virtual pod to its host pod's node failed (logged once per cause; retried quietly)."""
+
+    quiet = True
+
+
 class PodReconciler:
     """Reconciles one virtual pod with its host pod.
 
@@ -74,6 +80,7 @@ class PodReconciler:
         self.recorder = recorder
         self.metrics = metrics
         self._skipped: dict[str, str] = {}  # malformed virtual pods already logged, by resourceVersion
+        self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
 
     def host_key(self, namespace: str, name: str) -> str:
         """Cache key of the host pod for virtual pod `namespace/name`."""
@@ -212,13 +219,9 @@ class PodReconciler:
             log.info("updated host pod %s/%s from virtual pod %s/%s", self.host_namespace, hname,
                      vpod["metadata"]["namespace"], vpod["metadata"]["name"])
         meta = vpod["metadata"]
-        node = (hpod.get("spec") or {}).get("nodeName")
-        if node and not (vpod.get("spec") or {}).get("nodeName"):
-            try:
-                await self.virtual.bind(meta["name"], meta["namespace"], node)
-            except ApiError as e:
-                if e.status != 409:  # 409: bound meanwhile
-                    raise
+        # The status is copied whatever happens to the binding: a virtual API server without
+        # pods/binding, or RBAC without it, must still show the pod Running.
+        bind_error = await self._bind(vpod, (hpod.get("spec") or {}).get("nodeName"))
         status = translate.status_update(hpod, vpod)
         if status is not None:
             try:
@@ -226,6 +229,34 @@ class PodReconciler:
             except ApiError as e:
                 if not e.not_found:
                     raise
+        if bind_error is not None:
+            raise bind_error  # retried with backoff, reported once per cause
+
+    async def _bind(self, vpod: Obj, node: str | None) -> Exception | None:
+        """Bind the virtual pod to the host pod's node (`pods/binding`, as a scheduler does) unless it is
+        bound already. Returns the failure to raise once the status is copied: a 403 as it is (the
+        controller reports each forbidden verb and resource once), anything else as a quiet BindingFailed
+        logged here once per cause (cluster, verb, resource, HTTP status) until a binding works again."""
+        meta = vpod["metadata"]
+        if not node or (vpod.get("spec") or {}).get("nodeName"):
+            return None
+        try:
+            await self.virtual.bind(meta["name"], meta["namespace"], node)
+        except ApiError as e:
+            if e.status == 409:
+                return None  # bound meanwhile (the binding registry's Conflict)
+            if e.status == 403:
+                return e  # the controller logs a 403 once per verb and resource, and /readyz names it
+            cause = (e.cluster, e.verb, e.resource, e.status)
+            if cause not in self._binding_failures:
+                self._binding_failures.add(cause)
+                log.warning("could not bind virtual pod %s/%s to node %s (%s); its status is still copied from the "
+                            "host pod, and binding is retried with backoff", meta["namespace"], meta["name"], node, e)
+            return BindingFailed(f"binding virtual pod {meta['namespace']}/{meta['name']} to node {node} failed: {e}")
+        if self._binding_failures:
+            log.info("binding virtual pods to nodes works again")
+            self._binding_failures.clear()
+        return None
 
     # ------------------------------------------------------------------ writes
 

@@ -46,6 +46,15 @@ def host_pod_name(name: str, namespace: str, vcluster_name: str) -> str:
     return safe_concat_name(name, "x", namespace, "x", vcluster_name)
 
 
+def host_pod_hostname(name: str) -> str:
+    """`spec.hostname` of a host pod whose virtual pod sets none: the virtual name cut to 63 characters,
+    every `.` replaced by `-` and trailing `-` trimmed, so it is a DNS-1123 label as a real API server
+    requires (`ValidatePodSpec`: "must not contain dots"). vcluster's pod translator does the same
+    ("truncate hostname if needed") but trims only one `-`, which leaves `a--` invalid; all are trimmed here.
+    """
+    return name[:63].replace(".", "-").rstrip("-")
+
+
 def is_controlled_by_other(obj: Obj | None) -> bool:
     """True when the object carries `vcluster.loft.sh/controlled-by` (any value): left alone."""
     labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
@@ -94,7 +103,8 @@ def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runti
     - spec: the virtual spec without what refers to virtual-only objects or is set by host admission:
       the injected service-account token volume and its mounts, serviceAccountName,
       priority/priorityClassName, overhead; `automountServiceAccountToken: false`; hostname defaults
-      to the virtual pod name; `runtimeClassName` forced when `forced_runtime_class` is set.
+      to the virtual pod name made a DNS-1123 label (host_pod_hostname); `runtimeClassName` forced when
+      `forced_runtime_class` is set.
     """
     meta = vpod["metadata"]
     labels = dict(meta.get("labels") or {})
@@ -120,7 +130,8 @@ def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runti
     for k in ("serviceAccountName", "serviceAccount", "priority", "priorityClassName", "overhead"):
         spec.pop(k, None)
     spec["automountServiceAccountToken"] = False
-    spec.setdefault("hostname", meta["name"][:63].rstrip("-."))
+    if not spec.get("hostname"):
+        spec["hostname"] = host_pod_hostname(meta["name"])
     if forced_runtime_class:
         spec["runtimeClassName"] = forced_runtime_class
     return {

@@ -25,7 +25,10 @@ Reconcile = Callable[[str], Awaitable[float | None]]
 
 
 class ReconcileError(Exception):
-    """An expected failure that needs a retry with backoff; logged as one line, without a traceback."""
+    """An expected failure that needs a retry with backoff; logged as one line, without a traceback,
+    or only at debug level when `quiet` (the reconciler reports it itself, once per cause)."""
+
+    quiet = False
 
 
 class Controller:
@@ -124,6 +127,8 @@ class Controller:
                           self.name, e.verb, e.resource.split(".", 1)[0], group, e.cluster, e.message)
             self.forbidden[cause] = e.message
             self._forbidden_keys.setdefault(cause, set()).add(key)
+        elif isinstance(e, ReconcileError) and e.quiet:
+            log.debug("%s %s: %s (retry %d)", self.name, key, e, retries + 1)  # the reconciler logged it once
         elif isinstance(e, (ApiError, ReconcileError)):
             log.warning("%s %s: %s (retry %d)", self.name, key, e, retries + 1)
         else:

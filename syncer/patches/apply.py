@@ -16,6 +16,7 @@ vcluster.yaml that uses them stays valid.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,25 @@ def _apply_results(matches: list[Match], results: list[Any]) -> None:
             del m.container[m.key]  # type: ignore[arg-type]
         else:
             m.container.pop(m.key, None)  # type: ignore[arg-type]
+
+
+def _typed_field_problem(obj: Obj) -> str | None:
+    """Why a patched RuntimeClass would not decode on a real API server (labels and annotations are
+    string maps, handler a string), or None. Caught here so it is a patch failure naming the patch, not
+    a 400 from the virtual API server retried forever."""
+    meta = obj.get("metadata") or {}
+    for k in ("labels", "annotations"):
+        m = meta.get(k)
+        if m is None:
+            continue
+        if not isinstance(m, dict):
+            return f"metadata.{k} must be a map of strings, got {type(m).__name__}"
+        for key, v in m.items():
+            if not isinstance(v, str):
+                return f'the result at metadata.{k}["{key}"] must be a string, got {json.dumps(v)}'
+    if "handler" in obj and not isinstance(obj["handler"], str):
+        return f"the result at handler must be a string, got {json.dumps(obj['handler'])}"
+    return None
 
 
 class Patcher:
@@ -132,6 +152,9 @@ class Patcher:
             except PatchError as e:
                 raise PatchFailed(p.path, e.reason) from None
             _apply_results(matches, results)
+            problem = _typed_field_problem(out)
+            if problem:
+                raise PatchFailed(p.path, problem)
         return out
 
 

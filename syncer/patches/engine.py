@@ -209,7 +209,10 @@ class JSEngine:
         except PatchError:
             raise
         except Exception as e:
-            raise PatchError(f"the expression threw: {_first_line(e)}") from None
+            line = _first_line(e)
+            if line.startswith("NotJSONError: "):  # the prelude's check of the result
+                raise PatchError(line.removeprefix("NotJSONError: ")) from None
+            raise PatchError(f"the expression threw: {line}") from None
 
     async def _rebuild(self) -> None:
         await self.close()

@@ -93,11 +93,49 @@
     return o;
   }
 
-  // A result number that is an integer beyond 2^53 - 1 is not exact: refuse it instead of writing it.
-  function checkSafe(v, where) {
-    if (typeof v === "number" && Number.isInteger(v) && Math.abs(v) > Number.MAX_SAFE_INTEGER)
-      throw new RangeError("the result at " + where + " holds an integer beyond 2^53 - 1 that JavaScript cannot represent exactly");
-    if (v && typeof v === "object") Object.keys(v).forEach(function (k) { checkSafe(v[k], where); });
+  // A result must be JSON data: null/undefined (delete), a boolean, a string, a finite number that is exact
+  // (an integer beyond 2^53 - 1 is not), an array or a plain object of such values. Anything else (a
+  // Promise from an async function or import(), a function, a symbol, a BigInt, a Map, a Date, a cyclic
+  // object) would be written as something else ({} or nothing) by JSON.stringify: refuse it instead.
+  function NotJSONError(message) { this.message = message; }
+  NotJSONError.prototype = Object.create(Error.prototype);
+  NotJSONError.prototype.name = "NotJSONError";
+
+  function describe(v) {
+    if (typeof v === "function") return "a function";
+    if (typeof v === "symbol") return "a symbol";
+    if (typeof v === "bigint") return "a BigInt";
+    if (typeof v === "number") return "the non-finite number " + String(v);
+    if (typeof Promise !== "undefined" && v instanceof Promise) return "a Promise (patch expressions run synchronously: an async function or import() cannot be used)";
+    if (v && typeof v.then === "function") return "a thenable (an asynchronous result)";
+    var name = v && v.constructor && v.constructor.name;
+    return "an object of type " + (name || "unknown");
+  }
+
+  function checkResult(v, where, seen) {
+    var t = typeof v;
+    if (v === null || v === undefined || t === "boolean" || t === "string") return;
+    if (t === "number") {
+      if (!isFinite(v)) throw new NotJSONError("the result at " + where + " is not JSON data: " + describe(v));
+      if (Number.isInteger(v) && Math.abs(v) > Number.MAX_SAFE_INTEGER)
+        throw new RangeError("the result at " + where + " holds an integer beyond 2^53 - 1 that JavaScript cannot represent exactly");
+      return;
+    }
+    var proto = t === "object" ? Object.getPrototypeOf(v) : undefined;
+    var isArray = Array.isArray(v);
+    if (t !== "object" || (!isArray && proto !== Object.prototype && proto !== null))
+      throw new NotJSONError("the result at " + where + " is not JSON data: " + describe(v));
+    if (seen.indexOf(v) >= 0) throw new NotJSONError("the result at " + where + " is not JSON data: a cyclic object");
+    seen.push(v);
+    if (isArray) {
+      for (var i = 0; i < v.length; i++) {
+        if (v[i] === undefined) throw new NotJSONError("the result at " + where + "[" + i + "] is not JSON data: undefined in an array");
+        checkResult(v[i], where + "[" + i + "]", seen);
+      }
+    } else {
+      Object.keys(v).forEach(function (k) { checkResult(v[k], where + "." + k, seen); });
+    }
+    seen.pop();
   }
 
   var fns = [], sealed = false, current = "";
@@ -115,7 +153,7 @@
         current = c.path;
         var context = deepFreeze({ vcluster: VCLUSTER, hostObject: host, virtualObject: virt, path: c.path });
         var r = fns[c.i](c.value, c.valueExists, context);
-        checkSafe(r, c.path);
+        checkResult(r, c.path, []);
         out.push({ v: r });
       }
       current = "";
