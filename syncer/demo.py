@@ -24,11 +24,12 @@ import yaml
 
 from syncer import logs
 from syncer.config.model import ConfigError, SyncerConfig, load_config
-from syncer.controllers import gate, references, translate
+from syncer.controllers import gate, translate
 from syncer.embedded.apiserver import EmbeddedAPIServer
 from syncer.embedded.kubelet import FakeKubelet
+from syncer.embedded.vcluster_standin import VClusterResourceSyncers
 from syncer.kube.client import KubeClient
-from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
+from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SECRETS
 from syncer.kube.wait import wait_for
 from syncer.manager import Options, Syncer
 
@@ -36,6 +37,8 @@ Obj = dict[str, Any]
 VCLUSTER = "demo"
 HOST_NAMESPACE = "vcluster-demo"
 LOCAL_RC = "tenant-made-class"
+LATE_OBJECTS = {"web-settings"}  # created after the pods, to show a pod waiting for its ConfigMap
+OBJECT_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}
 
 
 def default_examples() -> Path:
@@ -52,6 +55,7 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
     config = load_config(config_path)
     host_rcs = _docs(examples / "host-runtimeclasses.yaml")
     pods = _docs(examples / "pods.yaml")
+    objects = _docs(examples / "tenant-objects.yaml") if (examples / "tenant-objects.yaml").is_file() else []
     async with EmbeddedAPIServer("host", runtime_class_admission=True) as host_srv, \
             EmbeddedAPIServer("virtual", runtime_class_admission=False) as virt_srv:
         host_kc = host_srv.write_kubeconfig(workdir / "host.kubeconfig", HOST_NAMESPACE)
@@ -62,6 +66,11 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
         syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NAMESPACE))
         task = asyncio.create_task(syncer.run(stop))
         kubelet = asyncio.create_task(FakeKubelet(host, HOST_NAMESPACE).run(stop))
+        # vcluster's own ConfigMap/Secret/PVC syncers keep running beside the sidecar; stood in here
+        to_host = config.raw.sync.toHost
+        standin = asyncio.create_task(VClusterResourceSyncers(
+            virtual, host, HOST_NAMESPACE, VCLUSTER, all_configmaps=to_host.configMaps.all,
+            all_secrets=to_host.secrets.all).run(stop))
         try:
             await host.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                            "metadata": {"name": HOST_NAMESPACE}})
@@ -70,9 +79,14 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
             await asyncio.wait_for(syncer.ready_event.wait(), 30)
             await virtual.create(RUNTIMECLASSES, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
                                                   "metadata": {"name": LOCAL_RC}, "handler": "runc"})
+            for obj in objects:
+                if obj["metadata"]["name"] not in LATE_OBJECTS:
+                    await virtual.create(OBJECT_RESOURCES[obj["kind"]], obj, "default")
             for pod in pods:
                 await virtual.create(PODS, pod, "default")
-            await _print_summary(config, config_path, host_srv, virt_srv, host, virtual, host_rcs, pods, workdir, out)
+            waited = await _create_late_objects(host, virtual, objects, pods)
+            await _print_summary(config, config_path, host_srv, virt_srv, host, virtual, host_rcs, pods, workdir, out,
+                                 waited)
             if wait:
                 print("\nPress Ctrl-C to stop.", file=out, flush=True)
                 ended = asyncio.Event()
@@ -84,14 +98,44 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
             stop.set()
             await task
             await kubelet
+            await standin
             await host.close()
             await virtual.close()
     return 0
 
 
+def _references(pod: Obj) -> list[tuple[str, str]]:
+    """(kind, name) of the ConfigMaps and Secrets a pod's volumes and envFrom name."""
+    spec = pod.get("spec") or {}
+    refs = [("configmap", v["configMap"]["name"]) for v in spec.get("volumes") or [] if "configMap" in v]
+    refs += [("secret", v["secret"]["secretName"]) for v in spec.get("volumes") or [] if "secret" in v]
+    return refs
+
+
+async def _create_late_objects(host: KubeClient, virtual: KubeClient, objects: list[Obj],
+                               pods: list[Obj]) -> dict[str, str]:
+    """Once the other pods with references are on the host, check that the pods referencing a late object
+    are not (they wait), then create the late objects. Returns pod name -> what it was seen waiting for."""
+    waiting = {p["metadata"]["name"]: f'{kind} "{name}"' for p in pods for kind, name in _references(p)
+               if name in LATE_OBJECTS}
+    if not waiting:
+        return {}
+    others = {translate.host_pod_name(p["metadata"]["name"], "default", VCLUSTER) for p in pods
+              if _references(p) and p["metadata"]["name"] not in waiting}
+    await wait_for(host, PODS, lambda objs: {k.split("/", 1)[1] for k in objs} >= others, namespace=HOST_NAMESPACE,
+                   what="pods whose objects exist on the host")
+    on_host = {o["metadata"]["name"] for o in (await host.list(PODS, HOST_NAMESPACE))["items"]}
+    waiting = {name: what for name, what in waiting.items()
+               if translate.host_pod_name(name, "default", VCLUSTER) not in on_host}
+    for obj in objects:
+        if obj["metadata"]["name"] in LATE_OBJECTS:
+            await virtual.create(OBJECT_RESOURCES[obj["kind"]], obj, "default")
+    return waiting
+
+
 async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: EmbeddedAPIServer,
                          virt_srv: EmbeddedAPIServer, host: KubeClient, virtual: KubeClient, host_rcs: list[Obj],
-                         pods: list[Obj], workdir: Path, out: TextIO) -> None:
+                         pods: list[Obj], workdir: Path, out: TextIO, waited: dict[str, str]) -> None:
     rcs_by_name = {rc["metadata"]["name"]: rc for rc in host_rcs}
     expected_rcs = {n for n, rc in rcs_by_name.items() if gate.runtime_class_matches(config, rc)}
     virtual_rcs = await wait_for(virtual, RUNTIMECLASSES, lambda objs: set(objs) == expected_rcs,
@@ -104,8 +148,6 @@ async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: Embe
         decision = gate.evaluate(config, name, rcn, rcs_by_name.get(rcn))
         if not decision.allowed:
             refused[name] = decision.message
-        elif references.virtual_only_references(pod):
-            refused[name] = references.refusal_reason(references.virtual_only_references(pod))
         else:
             allowed.append(name)
     host_names = {translate.host_pod_name(n, "default", VCLUSTER): n for n in allowed}
@@ -153,6 +195,10 @@ async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: Embe
             w(f"  SYNCED   default/{name:<{pwidth}}  runtime class {rcn:<9} -> host pod {HOST_NAMESPACE}/{hname}"
               f"{extra}\n           {vp['status']['phase']} on {vp['spec'].get('nodeName')}, "
               f"IP {vp['status'].get('podIP')}\n")
+            for kind, ref in _references(pod):
+                w(f"           {kind} {ref} -> host {kind} {translate.host_pod_name(ref, 'default', VCLUSTER)}\n")
+            if name in waited:
+                w(f"           waited (not on the host) until {waited[name]} was created and synced by vcluster\n")
     kv, kh = workdir / "virtual.kubeconfig", workdir / "host.kubeconfig"
     w("\nTry it (another terminal):\n")
     w(f"  kubectl --kubeconfig {kv} get runtimeclasses\n")

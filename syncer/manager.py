@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import socket
 from collections.abc import Awaitable
@@ -26,7 +27,8 @@ from typing import Any
 from syncer.config.model import SyncerConfig
 from syncer.controllers import translate
 from syncer.controllers.gate import runtime_class_matches
-from syncer.controllers.pods import PodReconciler
+from syncer.controllers.pods import FORCE_SYNC, PodReconciler
+from syncer.controllers.podtranslate.references import CONFIGMAP, PVC, SECRET
 from syncer.controllers.runtimeclasses import RuntimeClassReconciler
 from syncer.kube.cache import Store, object_key
 from syncer.kube.client import KubeClient
@@ -34,7 +36,7 @@ from syncer.kube.controller import Controller
 from syncer.kube.events import EventRecorder
 from syncer.kube.informer import Handlers, Informer
 from syncer.kube.leader import LeaderElector
-from syncer.kube.resources import PODS, RUNTIMECLASSES
+from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, RUNTIMECLASSES, SECRETS
 from syncer.kube.workqueue import WorkQueue
 from syncer.metrics import Metrics
 from syncer.patches.apply import Patcher
@@ -80,6 +82,20 @@ def _host_pod_transform(obj: Obj) -> Obj:
     if "status" in obj:
         out["status"] = obj["status"]
     return out
+
+
+DEPENDENCY_RESOURCES = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS, PVC: PVCS}
+FORCE_SYNC_RESOURCES = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS}
+
+
+def _metadata_transform(obj: Obj) -> Obj:
+    """Keep only what is read of an object a pod references: its identity, and the force-sync annotation."""
+    meta = obj.get("metadata") or {}
+    out = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta}
+    ann = meta.get("annotations")
+    if isinstance(ann, dict) and FORCE_SYNC in ann:
+        out["annotations"] = {FORCE_SYNC: ann[FORCE_SYNC]}
+    return {"metadata": out}
 
 
 def _rc_index(pod: Obj) -> list[str]:
@@ -149,10 +165,15 @@ class Syncer:
         self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: m.workqueue_adds.labels("runtimeclass").inc())
         self.recorder = EventRecorder(virtual, "pod-syncer", options.instance)
 
+        # Metadata-only caches of what host pods reference (section 3.1): no ConfigMap or Secret content
+        # ever enters the process.
+        self.host_objects = {kind: Store(transform=_metadata_transform) for kind in DEPENDENCY_RESOURCES}
+        self.virtual_objects = {kind: Store(transform=_metadata_transform) for kind in FORCE_SYNC_RESOURCES}
         self.pod_reconciler = PodReconciler(
             config, vcluster_name=options.vcluster_name, host_namespace=options.host_namespace,
             virtual_pods=self.virtual_pods, host_pods=self.host_pods, host_rcs=self.host_rcs, host=host,
-            virtual=virtual, recorder=self.recorder, metrics=m)
+            virtual=virtual, recorder=self.recorder, metrics=m, host_objects=self.host_objects,
+            virtual_objects=self.virtual_objects)
         rc_events = EventRecorder(virtual, "runtimeclass-syncer",
                                   options.instance.replace("pod-syncer", "runtimeclass-syncer", 1))
         self.rc_reconciler = RuntimeClassReconciler(config, self.host_rcs, self.virtual_rcs, virtual, patcher,
@@ -170,6 +191,18 @@ class Syncer:
         self.informers[1].add_handlers(Handlers(
             on_add=self._enqueue_for_host_pod, on_update=lambda o, n: self._enqueue_for_host_pod(n),
             on_delete=self._enqueue_for_host_pod, on_relist=self._enqueue_all_pods))
+        for kind, res in DEPENDENCY_RESOURCES.items():
+            inf = Informer(host, res, self.host_objects[kind], namespace=options.host_namespace, watch_timeout=wt,
+                           metadata_only=True)
+            inf.add_handlers(Handlers(on_add=functools.partial(self._enqueue_waiting, kind),
+                                      on_update=functools.partial(self._waiting_updated, kind),
+                                      on_relist=functools.partial(self._enqueue_all_waiting, kind)))
+            self.informers.append(inf)
+        for kind, res in FORCE_SYNC_RESOURCES.items():
+            inf = Informer(virtual, res, self.virtual_objects[kind], watch_timeout=wt, metadata_only=True)
+            inf.add_handlers(Handlers(on_add=functools.partial(self._enqueue_waiting_virtual, kind),
+                                      on_update=functools.partial(self._waiting_virtual_updated, kind)))
+            self.informers.append(inf)
         self.controllers: list[Controller] = [
             Controller("pod", self.pod_queue, self.pod_reconciler.reconcile, m, workers=options.pod_workers)]
         if config.enabled:
@@ -191,6 +224,32 @@ class Syncer:
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------ event handlers (map to keys)
+
+    def _enqueue_waiting(self, kind: str, obj: Obj) -> None:
+        """A host ConfigMap/Secret/PVC appeared or changed: re-examine the pods waiting for it."""
+        for key in self.pod_reconciler.pods_waiting_for(kind, (obj.get("metadata") or {}).get("name", "")):
+            self.pod_queue.add(key)
+
+    def _enqueue_waiting_virtual(self, kind: str, obj: Obj) -> None:
+        """A virtual ConfigMap/Secret appeared or changed: pods waiting for its host copy may now mark it."""
+        meta = obj.get("metadata") or {}
+        host_name = translate.host_pod_name(meta.get("name", ""), meta.get("namespace", ""),
+                                            self.options.vcluster_name)
+        for key in self.pod_reconciler.pods_waiting_for(kind, host_name):
+            self.pod_queue.add(key)
+
+    def _waiting_virtual_updated(self, kind: str, _old: Obj, new: Obj) -> None:
+        self._enqueue_waiting_virtual(kind, new)
+
+    def _waiting_updated(self, kind: str, _old: Obj, new: Obj) -> None:
+        self._enqueue_waiting(kind, new)
+
+    def _enqueue_all_waiting(self, kind: str) -> None:
+        store = self.host_objects[kind]
+        for key in store.list_keys():
+            obj = store.get(key)
+            if obj is not None:
+                self._enqueue_waiting(kind, obj)
 
     def _enqueue_pod(self, pod: Obj) -> None:
         self.pod_queue.add(object_key(pod))

@@ -1,5 +1,5 @@
 """Pod lifecycle behind the gate (behaviour.md section 3 from "Orphans" on): status back-sync,
-deletion both ways, orphans, refusals of virtual-only references, forced runtime class."""
+deletion both ways, orphans, forced runtime class, binding failures."""
 
 from __future__ import annotations
 
@@ -123,24 +123,6 @@ async def test_orphaned_pod_survives_the_removal_of_its_class(clusters: Clusters
             is None
         await clusters.host.delete(PODS, hname("web"), HOST_NS)
         await virtual_pod(clusters, "web", lambda p: p is None, "virtual pod finished deleting")
-
-
-async def test_pods_referencing_virtual_only_objects_are_refused(clusters: Clusters) -> None:
-    async with running_syncer(clusters, rc_config(DEV)):
-        p = pod("db-client")
-        p["spec"]["volumes"] = [{"name": "creds", "secret": {"secretName": "db-password"}},
-                                {"name": "kube-api-access-x1y2z", "projected": {"sources": [
-                                    {"serviceAccountToken": {"path": "token"}}]}}]
-        p["spec"]["containers"][0]["env"] = [{"name": "MODE", "valueFrom": {"configMapKeyRef": {
-            "name": "settings", "key": "mode"}}}]
-        await clusters.virtual.create(PODS, p, "default")
-        (event,) = await warnings_for(clusters, "db-client")
-        assert not (await clusters.host.list(PODS, HOST_NS))["items"]
-    assert event["reason"] == "SyncWarning"
-    assert event["message"] == (
-        'did not sync pod "db-client" to host because it references objects that exist only in the virtual cluster '
-        'and are not synced to the host: spec.volumes[0] ("creds") secret "db-password"; spec.containers[0] ("app") '
-        'env[0] ("MODE") valueFrom.configMapKeyRef "settings"')
 
 
 async def test_forced_runtime_class_on_host_pods(clusters: Clusters) -> None:

@@ -21,11 +21,12 @@ async def host_pods(c: Clusters, predicate: Any, what: str) -> dict[str, Obj]:
     return {k.split("/", 1)[1]: v for k, v in objs.items()}
 
 
-async def warnings_for(c: Clusters, pod_name: str, predicate: Any = bool, what: str = "") -> list[Obj]:
+async def warnings_for(c: Clusters, pod_name: str, predicate: Any = bool, what: str = "",
+                       timeout: float = 10) -> list[Obj]:
     """Wait until the SyncWarning/SyncError events of a virtual pod satisfy `predicate`; return them."""
     def select(objs: dict[str, Obj]) -> list[Obj]:
         return [e for e in objs.values() if e["involvedObject"]["name"] == pod_name and e["type"] == "Warning"]
-    objs = await wait_for(c.virtual, EVENTS, lambda o: predicate(select(o)), namespace="default", timeout=10,
+    objs = await wait_for(c.virtual, EVENTS, lambda o: predicate(select(o)), namespace="default", timeout=timeout,
                           what=what or f"warning events on {pod_name}")
     return select(objs)
 

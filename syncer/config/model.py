@@ -137,10 +137,24 @@ class ToHostPods(_Loose):
         return _none_to_empty(v, "")
 
 
+class ToHostAll(_Loose):
+    """`sync.toHost.configMaps` / `sync.toHost.secrets`: only `all` is read (vcluster then syncs every
+    object of the kind itself, so no `vcluster.loft.sh/force-sync` annotation is needed)."""
+
+    all: bool = False
+
+
 class ToHost(_Loose):
-    """`sync.toHost`: only `pods` is read."""
+    """`sync.toHost`: `pods`, and `configMaps.all` / `secrets.all` (behaviour.md section 3.1)."""
 
     pods: ToHostPods = Field(default_factory=ToHostPods)
+    configMaps: ToHostAll = Field(default_factory=ToHostAll)
+    secrets: ToHostAll = Field(default_factory=ToHostAll)
+
+    @field_validator("pods", "configMaps", "secrets", mode="before")
+    @classmethod
+    def _sections(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
 
 
 class Sync(_Loose):
@@ -195,6 +209,12 @@ class SyncerConfig:
     def enabled(self) -> bool:
         """True when RuntimeClass sync (and therefore the Pod gate) is on."""
         return self.rc.enabled
+
+    def syncs_all(self, kind: str) -> bool:
+        """True when vcluster syncs every object of `kind` (`configmap`: `sync.toHost.configMaps.all`,
+        `secret`: `sync.toHost.secrets.all`); PVCs are always synced by vcluster."""
+        to_host = self.raw.sync.toHost
+        return {"configmap": to_host.configMaps.all, "secret": to_host.secrets.all}.get(kind, True)
 
     @property
     def forced_runtime_class(self) -> str:

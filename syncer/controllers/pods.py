@@ -10,9 +10,14 @@ For a virtual pod key `namespace/name`, comparing the virtual pod with the host 
 | being deleted        | ours, orphaned     | leave both; Orphaned event says what to do                    |
 | being deleted        | ours               | delete the host pod with the virtual pod's grace period       |
 | exists, was started  | none               | the host pod vanished: delete the virtual pod (as vcluster)   |
-| exists               | none               | gate, then virtual-only references, then create (or refuse)   |
+| exists               | none               | gate, translate, wait for referenced host objects, create     |
 | exists, orphaned     | ours               | no updates; Orphaned event                                    |
 | exists               | ours               | patch labels/annotations/images; copy status back; bind node  |
+
+References to ConfigMaps, Secrets and PVCs are rewritten to host names (podtranslate/references.py);
+the host pod is created once every required referenced object exists on the host (vcluster syncs
+them; a missing ConfigMap/Secret gets the `vcluster.loft.sh/force-sync` annotation unless vcluster's
+`all` key is set). After 10 s of waiting a `SyncWarning` says what for (behaviour.md section 3.1).
 
 A refusal is a Warning `SyncWarning` event on the virtual pod (repeats raise its count); nothing is
 written to the host. A host-side rejection (403/422/400, e.g. RuntimeClass admission) is a Warning
@@ -23,22 +28,40 @@ this vcluster's managed-by label and object annotations is never touched.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.config.model import SyncerConfig
-from syncer.controllers import gate, references, translate
-from syncer.kube.cache import Store, split_key
+from syncer.controllers import gate, translate
+from syncer.controllers.podtranslate.references import CONFIGMAP, Dependency, Untranslatable
+from syncer.kube.cache import Store, object_key, split_key
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.controller import ReconcileError
 from syncer.kube.events import EventRecorder
-from syncer.kube.resources import PODS
+from syncer.kube.resources import CONFIGMAPS, PODS, SECRETS
 from syncer.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 ACTION = "SyncPod"
+
+
+FORCE_SYNC = "vcluster.loft.sh/force-sync"
+WAIT_WARNING = 10.0  # seconds a pod waits for its host objects before a SyncWarning says for what
+WAIT_RECHECK = 30.0  # seconds between checks after that (a host object appearing wakes the pod at once)
+
+
+@dataclass
+class _Waiting:
+    """A virtual pod (of this uid) waiting since `since` (monotonic seconds) for host objects."""
+
+    uid: str
+    since: float
+    missing: set[tuple[str, str]] = field(default_factory=set)  # (kind, host name)
+    warned: str = ""
 
 
 class HostRejected(ReconcileError):
@@ -64,11 +87,17 @@ class PodReconciler:
         host, virtual: clients for the two clusters.
         recorder: writes events on virtual pods.
         metrics: pods synced/refused counters.
+        host_objects: metadata caches of the host ConfigMaps, Secrets and PVCs in `host_namespace`, by
+            kind (`configmap`, `secret`, `persistentvolumeclaim`): a host pod is created only once the
+            objects it references exist; a kind without a cache is not waited for.
+        virtual_objects: metadata caches of the virtual ConfigMaps and Secrets, by kind: whether a
+            referenced object exists and carries the force-sync annotation.
     """
 
     def __init__(self, config: SyncerConfig, *, vcluster_name: str, host_namespace: str, virtual_pods: Store,
                  host_pods: Store, host_rcs: Store, host: KubeClient, virtual: KubeClient, recorder: EventRecorder,
-                 metrics: Metrics) -> None:
+                 metrics: Metrics, host_objects: Mapping[str, Store] | None = None,
+                 virtual_objects: Mapping[str, Store] | None = None) -> None:
         self.config = config
         self.vcluster_name = vcluster_name
         self.host_namespace = host_namespace
@@ -81,6 +110,9 @@ class PodReconciler:
         self.metrics = metrics
         self._skipped: dict[str, str] = {}  # malformed virtual pods already logged, by resourceVersion
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
+        self.host_objects = dict(host_objects or {})
+        self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects, by key
+        self.virtual_objects = dict(virtual_objects or {})
 
     def host_key(self, namespace: str, name: str) -> str:
         """Cache key of the host pod for virtual pod `namespace/name`."""
@@ -120,6 +152,7 @@ class PodReconciler:
         if hpod is not None and not self.owns(hpod, namespace, name):
             hpod = None  # same name, another owner: never touched (create reports the conflict)
         if vpod is None:
+            self._waiting.pop(key, None)
             if hpod is not None:
                 await self._virtual_gone(key, name, hpod)
             return None
@@ -131,7 +164,7 @@ class PodReconciler:
         if (vpod.get("metadata") or {}).get("deletionTimestamp"):
             await self._virtual_deleting(vpod, hpod, decision)
         elif hpod is None:
-            await self._host_missing(vpod, decision)
+            return await self._host_missing(vpod, decision)
         elif not decision.allowed:
             self.metrics.pods_refused.labels(rc_name).inc()
             await self._orphaned(vpod, hpod, decision)
@@ -183,21 +216,93 @@ class PodReconciler:
                      self.host_namespace, hpod["metadata"]["name"], meta.get("deletionGracePeriodSeconds"),
                      meta["namespace"], meta["name"])
 
-    async def _host_missing(self, vpod: Obj, decision: gate.GateDecision) -> None:
+    async def _host_missing(self, vpod: Obj, decision: gate.GateDecision) -> float | None:
         if (vpod.get("status") or {}).get("startTime"):
             # It ran on the host and its host pod vanished without us (deleted, garbage-collected):
             # vcluster then deletes the virtual pod too rather than starting it again.
             await self._finish_virtual_delete(vpod, "its host pod is gone")
-            return
+            return None
         if not decision.allowed:
             await self._refuse(vpod, decision.runtime_class, decision.message)
+            return None
+        name = vpod["metadata"]["name"]
+        try:
+            desired, deps = self._translate(vpod)
+        except Untranslatable as e:
+            await self._refuse(vpod, decision.runtime_class,
+                               f'did not sync pod "{name}" to host because {e.field} cannot be translated: {e.why}')
+            return None
+        missing = await self._missing(vpod, deps)
+        if missing:
+            return await self._wait(vpod, missing)
+        self._waiting.pop(object_key(vpod), None)
+        await self._create_host(vpod, desired, decision.runtime_class)
+        return None
+
+    # ------------------------------------------------------------------ dependencies (section 3.1)
+
+    def pods_waiting_for(self, kind: str, host_name: str) -> list[str]:
+        """Keys of the virtual pods waiting for host object `kind`/`host_name` (for the host informers'
+        handlers: a pod is re-examined as soon as what it waits for appears)."""
+        return [k for k, w in self._waiting.items() if (kind, host_name) in w.missing]
+
+    async def _missing(self, vpod: Obj, deps: list[Dependency]) -> list[Dependency]:
+        """The required host objects that do not exist yet, in spec order (each once). A missing ConfigMap
+        or Secret gets the `vcluster.loft.sh/force-sync` annotation in the virtual cluster, unless
+        vcluster's `all` key syncs its kind anyway, so that vcluster syncs it."""
+        out: list[Dependency] = []
+        seen: set[tuple[str, str]] = set()
+        for d in deps:
+            if d.optional or (d.kind, d.host_name) in seen:
+                continue
+            seen.add((d.kind, d.host_name))
+            store = self.host_objects.get(d.kind)
+            if store is None or store.get(f"{self.host_namespace}/{d.host_name}") is not None:
+                continue
+            out.append(d)
+            if not self.config.syncs_all(d.kind):
+                await self._force_sync(d.kind, d.name, vpod["metadata"]["namespace"])
+        return out
+
+    async def _force_sync(self, kind: str, name: str, namespace: str) -> None:
+        """Annotate virtual ConfigMap/Secret `namespace/name` with `vcluster.loft.sh/force-sync: "true"`
+        (nothing else of it changes) unless its cached metadata shows it already is. A missing object is
+        not an error: the pod waits, and is re-examined when the object is created."""
+        store = self.virtual_objects.get(kind)
+        vobj = store.get(f"{namespace}/{name}") if store is not None else None
+        if vobj is None or ((vobj.get("metadata") or {}).get("annotations") or {}).get(FORCE_SYNC) == "true":
             return
-        refs = references.virtual_only_references(vpod)
-        if refs:
-            message = f'did not sync pod "{vpod["metadata"]["name"]}" to host because {references.refusal_reason(refs)}'
-            await self._refuse(vpod, decision.runtime_class, message)
-            return
-        await self._create_host(vpod, self._desired(vpod), decision.runtime_class)
+        res = CONFIGMAPS if kind == CONFIGMAP else SECRETS
+        try:
+            await self.virtual.patch(res, name, {"metadata": {"annotations": {FORCE_SYNC: "true"}}}, namespace)
+        except ApiError as e:
+            if e.not_found:
+                return
+            raise
+        log.info("annotated virtual %s %s/%s with %s so that vcluster syncs it to the host", kind, namespace, name,
+                 FORCE_SYNC)
+
+    async def _wait(self, vpod: Obj, missing: list[Dependency]) -> float:
+        """Record that the pod waits for `missing`; after WAIT_WARNING seconds of waiting, a SyncWarning
+        says for what. Returns when to look again (sooner when a host object appears)."""
+        key, meta = object_key(vpod), vpod["metadata"]
+        now = time.monotonic()
+        w = self._waiting.get(key)
+        if w is None or w.uid != meta.get("uid"):
+            w = self._waiting[key] = _Waiting(meta.get("uid", ""), now)
+        w.missing = {(d.kind, d.host_name) for d in missing}
+        waited = now - w.since
+        d = missing[0]
+        log.info("pod %s waits for %s %s/%s (host %s) before it can be synced", key, d.kind, meta["namespace"],
+                 d.name, d.host_name)
+        if waited < WAIT_WARNING:
+            return WAIT_WARNING - waited
+        message = (f'did not sync pod "{meta["name"]}" to host yet: waiting for {d.kind} "{d.name}" to be synced '
+                   f'to the host as "{d.host_name}"')
+        if w.warned != message:
+            w.warned = message
+            await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
+        return WAIT_RECHECK
 
     async def _orphaned(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision) -> None:
         meta = vpod["metadata"]
@@ -210,7 +315,10 @@ class PodReconciler:
         await self.recorder.record(PODS, vpod, "Warning", "Orphaned", message, ACTION)
 
     async def _update(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision) -> None:
-        desired = self._desired(vpod)
+        try:
+            desired = self._translate(vpod)[0]
+        except Untranslatable:
+            return  # the spec is immutable: it was created before a rule refused it; nothing to update
         hname = hpod["metadata"]["name"]
         ops = translate.host_pod_update(desired, hpod)
         if ops:
@@ -260,9 +368,10 @@ class PodReconciler:
 
     # ------------------------------------------------------------------ writes
 
-    def _desired(self, vpod: Obj) -> Obj:
-        return translate.host_pod(vpod, vcluster_name=self.vcluster_name, host_namespace=self.host_namespace,
-                                  forced_runtime_class=self.config.forced_runtime_class)
+    def _translate(self, vpod: Obj) -> tuple[Obj, list[Dependency]]:
+        return translate.host_pod_and_dependencies(vpod, vcluster_name=self.vcluster_name,
+                                                   host_namespace=self.host_namespace,
+                                                   forced_runtime_class=self.config.forced_runtime_class)
 
     async def _refuse(self, vpod: Obj, rc_name: str, message: str) -> None:
         self.metrics.pods_refused.labels(rc_name).inc()

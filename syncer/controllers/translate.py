@@ -10,7 +10,7 @@ import copy
 import hashlib
 from typing import Any
 
-from syncer.controllers.references import is_injected_token_volume
+from syncer.controllers.podtranslate.references import Dependency, is_injected_token_volume, translate_references
 
 Obj = dict[str, Any]
 
@@ -42,7 +42,8 @@ def safe_concat_name(*parts: str) -> str:
 
 
 def host_pod_name(name: str, namespace: str, vcluster_name: str) -> str:
-    """The host name of virtual pod `namespace/name`: `<name>-x-<namespace>-x-<vcluster>` (made safe)."""
+    """The host name of virtual object `namespace/name` (a pod, or a ConfigMap, Secret, PVC or Service
+    vcluster syncs): `<name>-x-<namespace>-x-<vcluster>` (made safe)."""
     return safe_concat_name(name, "x", namespace, "x", vcluster_name)
 
 
@@ -95,11 +96,20 @@ STATUS_FIELDS = ("phase", "conditions", "containerStatuses", "initContainerStatu
 
 
 def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "") -> Obj:
-    """The host pod for a virtual pod (single-namespace mode).
+    """The host pod for a virtual pod (host_pod_and_dependencies without the dependencies)."""
+    return host_pod_and_dependencies(vpod, vcluster_name=vcluster_name, host_namespace=host_namespace,
+                                     forced_runtime_class=forced_runtime_class)[0]
+
+
+def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: str,
+                              forced_runtime_class: str = "") -> tuple[Obj, list[Dependency]]:
+    """The host pod for a virtual pod (single-namespace mode), and the host objects it references.
 
     - name `<pod>-x-<namespace>-x-<vcluster>` (safe_concat_name), in `host_namespace`;
     - labels: the pod's plus managed-by and namespace; annotations: the pod's plus object-name,
       object-namespace, object-uid and object-kind;
+    - references to ConfigMaps, Secrets and PVCs rewritten to their host names
+      (podtranslate.references; returned as the dependencies, in spec order);
     - spec: the virtual spec without what refers to virtual-only objects or is set by host admission:
       the injected service-account token volume and its mounts, serviceAccountName,
       priority/priorityClassName, overhead; `automountServiceAccountToken: false`; hostname defaults
@@ -134,12 +144,13 @@ def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runti
         spec["hostname"] = host_pod_hostname(meta["name"])
     if forced_runtime_class:
         spec["runtimeClassName"] = forced_runtime_class
+    deps = translate_references(spec, meta["name"], lambda n: host_pod_name(n, meta["namespace"], vcluster_name))
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": host_pod_name(meta["name"], meta["namespace"], vcluster_name),
                      "namespace": host_namespace, "labels": labels, "annotations": annotations},
         "spec": spec,
-    }
+    }, deps
 
 
 def host_pod_update(desired: Obj, actual: Obj) -> list[Obj]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import ipaddress
 import json
 import logging
 import secrets
@@ -37,7 +38,16 @@ from syncer.embedded.status import StatusError, already_exists, conflict, invali
 from syncer.embedded.storage import Change, Expired, Obj, Storage, Watcher
 from syncer.embedded.tables import to_table
 from syncer.kube.clock import now_rfc3339
-from syncer.kube.resources import ALL_RESOURCES, NAMESPACES, PODS, RUNTIMECLASSES, APIResource
+from syncer.kube.resources import (
+    ALL_RESOURCES,
+    CONFIGMAPS,
+    NAMESPACES,
+    PODS,
+    RUNTIMECLASSES,
+    SERVICEACCOUNTS,
+    SERVICES,
+    APIResource,
+)
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +95,17 @@ def parse_field_selector(text: str) -> Callable[[Obj], bool]:
     return lambda o: all((_field_value(o, k) == v) == eq for k, v, eq in terms)
 
 
+def _wants_metadata(request: web.Request) -> bool:
+    """The client asked for `PartialObjectMetadata(List)` in `Accept`, as controller-runtime's metadata-only
+    informers do (`application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`)."""
+    return "as=PartialObjectMetadata" in request.headers.get("Accept", "")
+
+
+def _metadata(obj: Obj) -> Obj:
+    """An object as `meta.k8s.io/v1` PartialObjectMetadata: its metadata only (no data, no spec)."""
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
@@ -121,11 +142,50 @@ class EmbeddedAPIServer:
     # ------------------------------------------------------------------ lifecycle
 
     def _seed(self) -> None:
+        self._next_ip = 1
         for ns in _INITIAL_NAMESPACES:
             obj = {"apiVersion": "v1", "kind": "Namespace",
                    "metadata": {"name": ns, "uid": str(uuid.uuid4()), "creationTimestamp": now_rfc3339()},
                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
             self.storage.write(NAMESPACES, obj, None)
+            self._namespace_created(ns)
+        self._create_obj(SERVICES, "default", {"apiVersion": "v1", "kind": "Service", "metadata": {
+            "name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}})
+
+    def _namespace_created(self, ns: str) -> None:
+        """What kube-controller-manager adds to every new namespace: the `default` ServiceAccount (the
+        service-account controller) and the `kube-root-ca.crt` ConfigMap (the root-CA publisher)."""
+        for res, obj in ((SERVICEACCOUNTS, {"metadata": {"name": "default"}}),
+                         (CONFIGMAPS, {"metadata": {"name": "kube-root-ca.crt"},
+                                       "data": {"ca.crt": f"-----BEGIN CERTIFICATE-----\n{self.name} test CA\n"
+                                                          "-----END CERTIFICATE-----\n"}})):
+            self._create_obj(res, ns, {"apiVersion": "v1", "kind": res.kind, **obj})
+
+    def _allocate_cluster_ip(self, svc: Obj) -> None:
+        """The service IP allocator: a ClusterIP from 10.96.0.0/12 for a Service that asks for none
+        (`None` stays headless); a requested one must be free (422 otherwise)."""
+        spec = svc.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+        used = {(o.get("spec") or {}).get("clusterIP") for o in self.storage.objects(SERVICES).values()}
+        want = spec.get("clusterIP")
+        if want == "None":
+            spec["clusterIPs"] = ["None"]
+            return
+        if want:
+            if want in used:
+                raise invalid(SERVICES, svc["metadata"]["name"], [fielderrors.invalid(
+                    "spec.clusterIPs", [want], f"failed to allocate IP {want}: provided IP is already allocated")])
+        else:
+            while True:
+                want = str(ipaddress.ip_address("10.96.0.0") + self._next_ip)
+                self._next_ip += 1
+                if want not in used:
+                    break
+        spec["clusterIP"], spec["clusterIPs"] = want, [want]
 
     @property
     def url(self) -> str:
@@ -342,6 +402,9 @@ class EmbeddedAPIServer:
         rv = str(self.storage.rv)
         if "as=Table" in request.headers.get("Accept", ""):
             return web.json_response(to_table(res, items, rv, request.query.get("includeObject", "")))
+        if _wants_metadata(request):
+            return web.json_response({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                                      "metadata": {"resourceVersion": rv}, "items": [_metadata(o) for o in items]})
         return web.json_response({"kind": f"{res.kind}List", "apiVersion": res.api_version,
                                   "metadata": {"resourceVersion": rv}, "items": items})
 
@@ -355,6 +418,7 @@ class EmbeddedAPIServer:
         timeout = float(request.query.get("timeoutSeconds") or 1800)
         bookmarks = _truthy(request.query.get("allowWatchBookmarks"))
         table = "as=Table" in request.headers.get("Accept", "")
+        metadata_only = _wants_metadata(request)
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         try:
             watcher, backlog = self.storage.subscribe(res, namespace, matches, since)
@@ -369,7 +433,7 @@ class EmbeddedAPIServer:
         try:
             await resp.prepare(request)
             for past in initial + backlog:
-                await self._send(resp, res, watcher, past, table)
+                await self._send(resp, res, watcher, past, table, metadata_only)
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
             while (left := deadline - loop.time()) > 0:
@@ -384,7 +448,7 @@ class EmbeddedAPIServer:
                     continue
                 if change is None:
                     break
-                await self._send(resp, res, watcher, change, table)
+                await self._send(resp, res, watcher, change, table, metadata_only)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
@@ -393,7 +457,8 @@ class EmbeddedAPIServer:
             await resp.write_eof()
         return resp
 
-    async def _send(self, resp: web.StreamResponse, res: APIResource, w: Watcher, c: Change, table: bool) -> None:
+    async def _send(self, resp: web.StreamResponse, res: APIResource, w: Watcher, c: Change, table: bool,
+                    metadata_only: bool = False) -> None:
         new_ok = w.selects(c.obj)
         old_ok = c.old is not None and w.selects(c.old)
         if c.type == "ADDED":
@@ -404,7 +469,7 @@ class EmbeddedAPIServer:
             kind = "MODIFIED" if new_ok and old_ok else "ADDED" if new_ok else "DELETED" if old_ok else None
         if kind is None:
             return
-        obj = to_table(res, [c.obj], str(c.rv), "") if table else c.obj
+        obj = to_table(res, [c.obj], str(c.rv), "") if table else _metadata(c.obj) if metadata_only else c.obj
         await self._write(resp, {"type": kind, "object": obj})
 
     @staticmethod
@@ -474,12 +539,17 @@ class EmbeddedAPIServer:
                 admission.admit_runtime_class(obj, lambda n: self.storage.get(RUNTIMECLASSES, "", n))
         if res == NAMESPACES:
             obj["status"] = {"phase": "Active"}
+        if res == SERVICES and not dry_run:
+            self._allocate_cluster_ip(obj)
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
             meta.pop(k, None)
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339(), generation=1)
         if dry_run:
             return obj
-        return self.storage.write(res, obj, None)
+        stored = self.storage.write(res, obj, None)
+        if res == NAMESPACES:
+            self._namespace_created(meta["name"])
+        return stored
 
     async def _replace(self, request: web.Request, res: APIResource, ns: str, name: str,
                        sub: str | None) -> web.Response:

@@ -31,6 +31,11 @@ Obj = dict[str, Any]
 
 DEFAULT_USER_AGENT = f"runtimeclass-syncer/{__version__}"
 
+# Metadata-only reads, as controller-runtime's metadata informers ask for them: no Secret data ever
+# enters the process.
+METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -147,8 +152,9 @@ class KubeClient:
     async def _send(self, verb: str, res: APIResource, method: str, path: str, *,
                     query: list[tuple[str, str]] | None = None, body: Any = None,
                     content_type: str = "application/json", subresource: str | None = None,
+                    accept: str = "application/json",
                     timeout: aiohttp.ClientTimeout | float | None = None) -> aiohttp.ClientResponse:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         label = self._resource_label(res, subresource)
         try:
             resp: aiohttp.ClientResponse = await self.api.call_api(
@@ -207,10 +213,12 @@ class KubeClient:
         return q
 
     async def list(self, res: APIResource, namespace: str | None = None, *, label_selector: str | None = None,
-                   field_selector: str | None = None) -> Obj:
-        """List objects. Returns the `<Kind>List` dict (`items`, `metadata.resourceVersion`)."""
+                   field_selector: str | None = None, metadata_only: bool = False) -> Obj:
+        """List objects. Returns the `<Kind>List` dict (`items`, `metadata.resourceVersion`); with
+        `metadata_only` a `PartialObjectMetadataList` (metadata of each object, no data or spec)."""
         return await self._json("list", res, "GET", res.path(namespace),
-                                 query=self._selectors(label_selector, field_selector))
+                                query=self._selectors(label_selector, field_selector),
+                                accept=METADATA_LIST_ACCEPT if metadata_only else "application/json")
 
     async def get(self, res: APIResource, name: str, namespace: str | None = None) -> Obj:
         """Get one object. Raises ApiError (404 when missing)."""
@@ -256,7 +264,7 @@ class KubeClient:
 
     async def watch(self, res: APIResource, resource_version: str, namespace: str | None = None, *,
                     label_selector: str | None = None, field_selector: str | None = None,
-                    timeout_seconds: int = 300, bookmarks: bool = True,
+                    timeout_seconds: int = 300, bookmarks: bool = True, metadata_only: bool = False,
                     on_connected: Callable[[], None] | None = None) -> AsyncIterator[WatchEvent]:
         """Watch changes after `resource_version` until the server ends the stream.
 
@@ -273,7 +281,8 @@ class KubeClient:
             query.append(("allowWatchBookmarks", "true"))
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout,
                                         sock_read=timeout_seconds + 30)
-        resp = await self._send("watch", res, "GET", res.path(namespace), query=query, timeout=timeout)
+        resp = await self._send("watch", res, "GET", res.path(namespace), query=query, timeout=timeout,
+                                accept=METADATA_ACCEPT if metadata_only else "application/json")
         if on_connected is not None:
             on_connected()  # the server accepted the watch: the connection is healthy again
         try:

@@ -78,6 +78,8 @@ class Informer:
         store: the cache to fill (its transform and indexes are the caller's choice).
         namespace: limit to one namespace (None = all / cluster-scoped).
         label_selector: server-side label selector string.
+        metadata_only: list and watch `PartialObjectMetadata` (metadata only, as controller-runtime's
+            metadata informers): for objects whose content the syncer must never hold, such as Secrets.
         watch_timeout: seconds the server keeps one watch open before it is re-opened (jittered x1-2).
         backoff: retry policy for failures.
     Attributes:
@@ -87,8 +89,9 @@ class Informer:
 
     def __init__(self, client: KubeClient, resource: APIResource, store: Store, *, namespace: str | None = None,
                  label_selector: str | None = None, watch_timeout: int = 300, backoff: Backoff | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, metadata_only: bool = False) -> None:
         self.client = client
+        self.metadata_only = metadata_only
         self.resource = resource
         self.store = store
         self.namespace = namespace
@@ -145,7 +148,8 @@ class Informer:
         self._errors_seen.clear()
 
     async def _list(self) -> None:
-        result = await self.client.list(self.resource, self.namespace, label_selector=self.label_selector)
+        result = await self.client.list(self.resource, self.namespace, label_selector=self.label_selector,
+                                        metadata_only=self.metadata_only)
         items = result.get("items") or []
         rv = str((result.get("metadata") or {}).get("resourceVersion") or "")
         seen: set[str] = set()
@@ -177,6 +181,7 @@ class Informer:
         timeout = int(self.watch_timeout * random.uniform(1.0, 2.0))
         async for ev in self.client.watch(self.resource, self._rv, self.namespace,
                                           label_selector=self.label_selector, timeout_seconds=timeout,
+                                          metadata_only=self.metadata_only,
                                           on_connected=self._connected):
             if stop.is_set():
                 return

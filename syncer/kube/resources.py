@@ -62,4 +62,12 @@ EVENTS = APIResource("", "v1", "events", "Event", True, "event", ("ev",))
 RUNTIMECLASSES = APIResource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False, "runtimeclass")
 LEASES = APIResource("coordination.k8s.io", "v1", "leases", "Lease", True, "lease")
 
-ALL_RESOURCES: tuple[APIResource, ...] = (NAMESPACES, PODS, EVENTS, RUNTIMECLASSES, LEASES)
+CONFIGMAPS = APIResource("", "v1", "configmaps", "ConfigMap", True, "configmap", ("cm",))
+SECRETS = APIResource("", "v1", "secrets", "Secret", True, "secret")
+SERVICES = APIResource("", "v1", "services", "Service", True, "service", ("svc",), ("status",), ("all",))
+PVCS = APIResource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, "persistentvolumeclaim",
+                   ("pvc",), ("status",))
+SERVICEACCOUNTS = APIResource("", "v1", "serviceaccounts", "ServiceAccount", True, "serviceaccount", ("sa",))
+
+ALL_RESOURCES: tuple[APIResource, ...] = (NAMESPACES, PODS, EVENTS, RUNTIMECLASSES, LEASES, CONFIGMAPS, SECRETS,
+                                          SERVICES, PVCS, SERVICEACCOUNTS)

@@ -1,0 +1,142 @@
+"""References to ConfigMaps, Secrets and PersistentVolumeClaims, rewritten to host names (pure).
+
+Follows vcluster's pod translator (`translator.go`): `translateVolumes` (configMap, secret,
+persistentVolumeClaim and ephemeral volumes, the secretRefs of the iscsi, rbd, flexVolume, cinder, cephfs,
+scaleIO, storageos and csi plugins, azureFile's secretName), `translateProjectedVolume` (configMap and
+secret sources), `TranslateContainerEnv` (envFrom, env[].valueFrom configMapKeyRef/secretKeyRef, for init,
+app and ephemeral containers) and `Translate` (imagePullSecrets). A host name is vcluster's
+single-namespace name `<name>-x-<namespace>-x-<vcluster>` (translate.safe_concat_name); an ephemeral
+volume becomes the claim `<pod>-<volume>` that Kubernetes' ephemeral-volume controller creates in the
+virtual cluster (`ephemeral.VolumeClaimName`), as vcluster does.
+
+Each rewritten reference is also returned as a `Dependency`: the host object the host pod needs, unless
+the reference is `optional: true`. What vcluster cannot translate either is refused: a
+`serviceAccountToken` projection the user declared (the injected `kube-api-access-*` volume is left out
+of the host pod by translate.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+CONFIGMAP, SECRET, PVC = "configmap", "secret", "persistentvolumeclaim"
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """A host object a host pod references: kind (`configmap`, `secret`, `persistentvolumeclaim`), the
+    virtual name, the host name, whether the reference is optional, and the field that names it."""
+
+    kind: str
+    name: str
+    host_name: str
+    optional: bool
+    field: str
+
+
+def is_injected_token_volume(vol: Obj) -> bool:
+    """The projected `kube-api-access-*` volume a virtual API server injects into every pod."""
+    return str(vol.get("name", "")).startswith("kube-api-access-") and "projected" in vol
+
+
+# volume source -> (kind, the key holding the name, the key holding `optional` or "")
+_VOLUME_REFS = {"configMap": (CONFIGMAP, "name", "optional"), "secret": (SECRET, "secretName", "optional"),
+                "persistentVolumeClaim": (PVC, "claimName", "")}
+# volume plugins whose secretRef.name names a Secret in the pod's namespace
+_PLUGIN_SECRET_REFS = {"iscsi": "secretRef", "rbd": "secretRef", "flexVolume": "secretRef", "cinder": "secretRef",
+                       "cephfs": "secretRef", "scaleIO": "secretRef", "storageos": "secretRef",
+                       "csi": "nodePublishSecretRef"}
+_PROJECTED_REFS = {"configMap": CONFIGMAP, "secret": SECRET}
+_ENV_FROM_REFS = {"configMapRef": CONFIGMAP, "secretRef": SECRET}
+_ENV_KEY_REFS = {"configMapKeyRef": CONFIGMAP, "secretKeyRef": SECRET}
+
+
+class Untranslatable(ValueError):
+    """A field the host pod cannot carry; `field` names it (`spec.volumes[0].projected.sources[1]...`)."""
+
+    def __init__(self, field: str, why: str) -> None:
+        super().__init__(f"{field}: {why}")
+        self.field = field
+        self.why = why
+
+
+class _Rewriter:
+    def __init__(self, host_name: Any) -> None:
+        self.host_name = host_name
+        self.deps: list[Dependency] = []
+
+    def ref(self, obj: Any, key: str, kind: str, field: str, optional: bool = False) -> None:
+        """Rewrite `obj[key]` (a virtual name) to its host name and record the dependency."""
+        if not isinstance(obj, dict) or not isinstance(obj.get(key), str) or not obj[key]:
+            return
+        name = obj[key]
+        obj[key] = self.host_name(name)
+        self.deps.append(Dependency(kind, name, obj[key], optional, f"{field}.{key}"))
+
+
+def translate_references(spec: Obj, pod_name: str, host_name: Any) -> list[Dependency]:
+    """Rewrite every reference of a (copied) pod `spec` in place to host names and return the host
+    objects it needs, in spec order.
+
+    Args:
+        spec: the pod spec to rewrite (mutated).
+        pod_name: the virtual pod's name (ephemeral volumes' claim names).
+        host_name: maps a virtual object name in the pod's namespace to its host name.
+    Raises:
+        Untranslatable: a field that cannot be carried to the host (a declared serviceAccountToken
+            projection).
+    """
+    r = _Rewriter(host_name)
+    for i, vol in enumerate(spec.get("volumes") or []):
+        if not isinstance(vol, dict):
+            continue
+        at = f"spec.volumes[{i}]"
+        for source, (kind, key, opt) in _VOLUME_REFS.items():
+            src = vol.get(source)
+            if isinstance(src, dict):
+                r.ref(src, key, kind, f"{at}.{source}", bool(opt and src.get(opt)))
+        if isinstance(vol.get("ephemeral"), dict):
+            claim = {"claimName": f"{pod_name}-{vol.get('name', '')}"}
+            r.ref(claim, "claimName", PVC, f"{at}.ephemeral")
+            del vol["ephemeral"]
+            vol["persistentVolumeClaim"] = claim
+        for plugin, ref_key in _PLUGIN_SECRET_REFS.items():
+            src = vol.get(plugin)
+            if isinstance(src, dict):
+                r.ref(src.get(ref_key), "name", SECRET, f"{at}.{plugin}.{ref_key}")
+        if isinstance(vol.get("azureFile"), dict):
+            r.ref(vol["azureFile"], "secretName", SECRET, f"{at}.azureFile")
+        projected = vol.get("projected")
+        if isinstance(projected, dict) and not is_injected_token_volume(vol):
+            for j, src in enumerate(projected.get("sources") or []):
+                if not isinstance(src, dict):
+                    continue
+                where = f"{at}.projected.sources[{j}]"
+                if src.get("serviceAccountToken") is not None:
+                    raise Untranslatable(f"{where}.serviceAccountToken", "service-account token projections are not "
+                                                                         "translated yet")
+                for source, kind in _PROJECTED_REFS.items():
+                    s = src.get(source)
+                    if isinstance(s, dict):
+                        r.ref(s, "name", kind, f"{where}.{source}", bool(s.get("optional")))
+    for field in ("initContainers", "containers", "ephemeralContainers"):
+        for i, c in enumerate(spec.get(field) or []):
+            if not isinstance(c, dict):
+                continue
+            at = f"spec.{field}[{i}]"
+            for j, src in enumerate(c.get("envFrom") or []):
+                for ref, kind in _ENV_FROM_REFS.items():
+                    s = src.get(ref) if isinstance(src, dict) else None
+                    if isinstance(s, dict):
+                        r.ref(s, "name", kind, f"{at}.envFrom[{j}].{ref}", bool(s.get("optional")))
+            for j, env in enumerate(c.get("env") or []):
+                vf = env.get("valueFrom") if isinstance(env, dict) else None
+                for ref, kind in _ENV_KEY_REFS.items():
+                    s = vf.get(ref) if isinstance(vf, dict) else None
+                    if isinstance(s, dict):
+                        r.ref(s, "name", kind, f"{at}.env[{j}].valueFrom.{ref}", bool(s.get("optional")))
+    for i, ref in enumerate(spec.get("imagePullSecrets") or []):
+        r.ref(ref, "name", SECRET, f"spec.imagePullSecrets[{i}]")
+    return r.deps

@@ -1,0 +1,94 @@
+"""References to ConfigMaps, Secrets and PVCs rewritten to host names (podtranslate/references.py), field by
+field as vcluster's translator.go rewrites them."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from syncer.controllers.podtranslate.references import Dependency, Untranslatable, translate_references
+
+Obj = dict[str, Any]
+
+
+def host(name: str) -> str:
+    return f"{name}-x-ns-x-vc"
+
+
+SELF_CONTAINED = {"volumes": [{"name": "tmp", "emptyDir": {}}],
+                  "containers": [{"name": "a", "env": [{"name": "A", "value": "b"}]}]}
+# (what, the spec, the spec after translation, the dependencies as (kind, name, optional, field))
+CASES: list[tuple[str, Obj, Obj, list[tuple[str, str, bool, str]]]] = [
+    ("configMap volume", {"volumes": [{"name": "a", "configMap": {"name": "c1"}}]},
+     {"volumes": [{"name": "a", "configMap": {"name": host("c1")}}]},
+     [("configmap", "c1", False, "spec.volumes[0].configMap.name")]),
+    ("optional secret volume", {"volumes": [{"name": "a", "secret": {"secretName": "s1", "optional": True}}]},
+     {"volumes": [{"name": "a", "secret": {"secretName": host("s1"), "optional": True}}]},
+     [("secret", "s1", True, "spec.volumes[0].secret.secretName")]),
+    ("PVC volume", {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]},
+     {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": host("data")}}]},
+     [("persistentvolumeclaim", "data", False, "spec.volumes[0].persistentVolumeClaim.claimName")]),
+    ("ephemeral volume -> the claim <pod>-<volume>",
+     {"volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]},
+     {"volumes": [{"name": "scratch", "persistentVolumeClaim": {"claimName": host("web-scratch")}}]},
+     [("persistentvolumeclaim", "web-scratch", False, "spec.volumes[0].ephemeral.claimName")]),
+    ("projected configMap and secret sources",
+     {"volumes": [{"name": "p", "projected": {"sources": [{"configMap": {"name": "c"}}, {"downwardAPI": {}},
+                                                          {"secret": {"name": "s", "optional": True}}]}}]},
+     {"volumes": [{"name": "p", "projected": {"sources": [{"configMap": {"name": host("c")}}, {"downwardAPI": {}},
+                                                          {"secret": {"name": host("s"), "optional": True}}]}}]},
+     [("configmap", "c", False, "spec.volumes[0].projected.sources[0].configMap.name"),
+      ("secret", "s", True, "spec.volumes[0].projected.sources[2].secret.name")]),
+    ("volume plugin secretRefs",
+     {"volumes": [{"name": "c", "csi": {"driver": "d", "nodePublishSecretRef": {"name": "k"}}},
+                  {"name": "r", "rbd": {"monitors": ["m"], "image": "i", "secretRef": {"name": "ceph"}}},
+                  {"name": "z", "azureFile": {"secretName": "az", "shareName": "s"}}]},
+     {"volumes": [{"name": "c", "csi": {"driver": "d", "nodePublishSecretRef": {"name": host("k")}}},
+                  {"name": "r", "rbd": {"monitors": ["m"], "image": "i", "secretRef": {"name": host("ceph")}}},
+                  {"name": "z", "azureFile": {"secretName": host("az"), "shareName": "s"}}]},
+     [("secret", "k", False, "spec.volumes[0].csi.nodePublishSecretRef.name"),
+      ("secret", "ceph", False, "spec.volumes[1].rbd.secretRef.name"),
+      ("secret", "az", False, "spec.volumes[2].azureFile.secretName")]),
+    ("envFrom and env key refs, in every container list",
+     {"initContainers": [{"name": "i", "envFrom": [{"secretRef": {"name": "s3"}}]}],
+      "containers": [{"name": "a", "envFrom": [{"configMapRef": {"name": "c2", "optional": True}}], "env": [
+          {"name": "X", "value": "1"},
+          {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "s4", "key": "pw"}}},
+          {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "c3", "key": "m", "optional": True}}}]}]},
+     {"initContainers": [{"name": "i", "envFrom": [{"secretRef": {"name": host("s3")}}]}],
+      "containers": [{"name": "a", "envFrom": [{"configMapRef": {"name": host("c2"), "optional": True}}], "env": [
+          {"name": "X", "value": "1"},
+          {"name": "PW", "valueFrom": {"secretKeyRef": {"name": host("s4"), "key": "pw"}}},
+          {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": host("c3"), "key": "m", "optional": True}}}]}]},
+     [("secret", "s3", False, "spec.initContainers[0].envFrom[0].secretRef.name"),
+      ("configmap", "c2", True, "spec.containers[0].envFrom[0].configMapRef.name"),
+      ("secret", "s4", False, "spec.containers[0].env[1].valueFrom.secretKeyRef.name"),
+      ("configmap", "c3", True, "spec.containers[0].env[2].valueFrom.configMapKeyRef.name")]),
+    ("imagePullSecrets", {"imagePullSecrets": [{"name": "regcred"}]}, {"imagePullSecrets": [{"name": host("regcred")}]},
+     [("secret", "regcred", False, "spec.imagePullSecrets[0].name")]),
+    ("self-contained pod: nothing changes", SELF_CONTAINED, SELF_CONTAINED, []),
+]
+
+
+@pytest.mark.parametrize(("what", "spec", "translated", "deps"), CASES, ids=[c[0] for c in CASES])
+def test_references_are_rewritten_to_host_names(what: str, spec: Obj, translated: Obj,
+                                                deps: list[tuple[str, str, bool, str]]) -> None:
+    out = copy.deepcopy(spec)
+    got = translate_references(out, "web", host)
+    assert out == translated, what
+    assert got == [Dependency(k, n, host(n), o, f) for k, n, o, f in deps]
+
+
+def test_a_declared_token_projection_is_refused_naming_the_field() -> None:
+    spec = {"volumes": [{"name": "tok", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]}
+    with pytest.raises(Untranslatable) as err:
+        translate_references(spec, "web", host)
+    assert err.value.field == "spec.volumes[0].projected.sources[0].serviceAccountToken"
+
+
+def test_the_injected_token_volume_is_not_a_reference() -> None:
+    spec = {"volumes": [{"name": "kube-api-access-x", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "token"}}, {"configMap": {"name": "kube-root-ca.crt"}}]}}]}
+    assert translate_references(spec, "web", host) == []

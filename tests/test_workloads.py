@@ -1,0 +1,128 @@
+"""Real workloads (behaviour.md section 3.1), over real HTTP with vcluster's resource syncers stood in:
+references rewritten to host names, the force-sync annotation, waiting for the host objects with the
+exact SyncWarning after 10 s, optional references, and what cannot be translated."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from syncer.embedded.vcluster_standin import VClusterResourceSyncers
+from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, SECRETS
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc_config, running_syncer
+from tests.kubectl import kubectl
+from tests.test_pod_sync import hname, host_pods, warnings_for
+
+Obj = dict[str, Any]
+FORCE_SYNC = "vcluster.loft.sh/force-sync"
+
+
+@contextlib.asynccontextmanager
+async def vcluster_syncers(c: Clusters, **all_keys: bool) -> AsyncIterator[VClusterResourceSyncers]:
+    s = VClusterResourceSyncers(c.virtual, c.host, HOST_NS, VCLUSTER, **all_keys)
+    stop = asyncio.Event()
+    task = asyncio.create_task(s.run(stop))
+    try:
+        yield s
+    finally:
+        stop.set()
+        await task
+
+
+def app_pod(name: str = "web") -> Obj:
+    p = pod(name)
+    p["spec"]["volumes"] = [{"name": "config", "configMap": {"name": "app-config"}},
+                            {"name": "kube-api-access-x1y2z", "projected": {"sources": [
+                                {"serviceAccountToken": {"path": "token"}}]}}]
+    p["spec"]["containers"][0].update(
+        volumeMounts=[{"name": "config", "mountPath": "/etc/app"}],
+        env=[{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}},
+             {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "tuning", "key": "mode", "optional": True}}}])
+    return p
+
+
+async def create_app_objects(c: Clusters) -> None:
+    await c.virtual.create(CONFIGMAPS, {"metadata": {"name": "app-config"}, "data": {"app.yaml": "x: 1"}}, "default")
+    await c.virtual.create(SECRETS, {"metadata": {"name": "db"}, "stringData": {"password": "s3cret"}}, "default")
+
+
+def h(name: str) -> str:
+    return f"{name}-x-default-x-{VCLUSTER}"
+
+
+@pytest.mark.kubectl
+async def test_references_are_translated_and_the_objects_marked_for_vcluster(clusters: Clusters) -> None:
+    await create_app_objects(clusters)
+    async with running_syncer(clusters, rc_config()), vcluster_syncers(clusters):
+        await clusters.virtual.create(PODS, app_pod(), "default")
+        objs = await host_pods(clusters, lambda o: hname("web") in o, "web synced once its objects are on the host")
+        out = await kubectl(clusters.host_kubeconfig, "describe", "pod", hname("web"), "-n", HOST_NS)
+    spec = objs[hname("web")]["spec"]
+    assert spec["volumes"] == [{"name": "config", "configMap": {"name": h("app-config")}}]
+    env = spec["containers"][0]["env"]
+    assert env[0]["valueFrom"]["secretKeyRef"] == {"name": h("db"), "key": "password"}
+    assert env[1]["valueFrom"]["configMapKeyRef"] == {"name": h("tuning"), "key": "mode", "optional": True}
+    for res, name in ((CONFIGMAPS, "app-config"), (SECRETS, "db")):  # annotated, nothing else changed
+        v = await clusters.virtual.get(res, name, "default")
+        assert v["metadata"]["annotations"] == {FORCE_SYNC: "true"}
+    assert re.search(rf"config:\n\s+Type:\s+ConfigMap \(a volume populated by a ConfigMap\)\n\s+Name:\s+"
+                     rf"{h('app-config')}\n", out), out
+
+
+async def test_with_all_set_vcluster_syncs_everything_and_nothing_is_annotated(clusters: Clusters) -> None:
+    await create_app_objects(clusters)
+    doc = rc_config()
+    doc["sync"]["toHost"] = {"configMaps": {"all": True}, "secrets": {"all": True}}
+    async with running_syncer(clusters, doc), vcluster_syncers(clusters, all_configmaps=True, all_secrets=True):
+        await clusters.virtual.create(PODS, app_pod(), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web synced")
+    for res, name in ((CONFIGMAPS, "app-config"), (SECRETS, "db")):
+        v = await clusters.virtual.get(res, name, "default")
+        assert FORCE_SYNC not in (v["metadata"].get("annotations") or {})
+
+
+async def test_a_pod_waits_for_its_objects_and_says_so_after_10_seconds(clusters: Clusters) -> None:
+    await clusters.virtual.create(SECRETS, {"metadata": {"name": "db"}, "stringData": {"password": "x"}}, "default")
+    async with running_syncer(clusters, rc_config()), vcluster_syncers(clusters):
+        started = asyncio.get_running_loop().time()
+        await clusters.virtual.create(PODS, app_pod(), "default")
+        (event,) = await warnings_for(clusters, "web", what="the waiting SyncWarning", timeout=15)
+        waited = asyncio.get_running_loop().time() - started
+        assert not (await clusters.host.list(PODS, HOST_NS))["items"]  # nothing on the host meanwhile
+        await clusters.virtual.create(CONFIGMAPS, {"metadata": {"name": "app-config"}}, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web synced once app-config was created")
+    assert 10 <= waited < 14
+    assert (event["reason"], event["source"]["component"]) == ("SyncWarning", "pod-syncer")
+    assert event["message"] == (f'did not sync pod "web" to host yet: waiting for configmap "app-config" to be '
+                                f'synced to the host as "{h("app-config")}"')
+
+
+async def test_a_pvc_is_waited_for_and_an_ephemeral_volume_is_its_claim(clusters: Clusters) -> None:
+    p = pod("db")
+    p["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}]
+    async with running_syncer(clusters, rc_config()), vcluster_syncers(clusters):
+        await clusters.virtual.create(PODS, p, "default")
+        # Kubernetes' ephemeral-volume controller creates the claim <pod>-<volume> in the virtual cluster
+        await clusters.virtual.create(PVCS, {"metadata": {"name": "db-scratch"}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}, "default")
+        objs = await host_pods(clusters, lambda o: hname("db") in o, "db synced once its claim is on the host")
+    assert objs[hname("db")]["spec"]["volumes"] == [{"name": "scratch",
+                                                     "persistentVolumeClaim": {"claimName": h("db-scratch")}}]
+
+
+async def test_a_declared_token_projection_is_refused_naming_the_field(clusters: Clusters) -> None:
+    p = pod("tok")
+    p["spec"]["volumes"] = [{"name": "vault-token", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "token", "audience": "vault"}}]}}]
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, p, "default")
+        (event,) = await warnings_for(clusters, "tok")
+    assert event["message"] == ('did not sync pod "tok" to host because spec.volumes[0].projected.sources[0].'
+                                "serviceAccountToken cannot be translated: service-account token projections are "
+                                "not translated yet")
