@@ -27,7 +27,7 @@ from syncer.config.model import ConfigError, SyncerConfig, load_config
 from syncer.controllers import gate, translate
 from syncer.embedded.apiserver import EmbeddedAPIServer
 from syncer.embedded.kubelet import FakeKubelet
-from syncer.embedded.vcluster_standin import VClusterResourceSyncers
+from syncer.embedded.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.kube.client import KubeClient
 from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SECRETS
 from syncer.kube.wait import wait_for
@@ -74,6 +74,7 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
         try:
             await host.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                            "metadata": {"name": HOST_NAMESPACE}})
+            await create_vcluster_host_objects(host, HOST_NAMESPACE, VCLUSTER)
             for rc in host_rcs:
                 await host.create(RUNTIMECLASSES, rc)
             await asyncio.wait_for(syncer.ready_event.wait(), 30)

@@ -27,7 +27,7 @@ from typing import Any
 from syncer.config.model import SyncerConfig
 from syncer.controllers import translate
 from syncer.controllers.gate import runtime_class_matches
-from syncer.controllers.pods import FORCE_SYNC, PodReconciler
+from syncer.controllers.pods import FORCE_SYNC, NAMESPACE_INDEX, SERVICE, PodReconciler
 from syncer.controllers.podtranslate.references import CONFIGMAP, PVC, SECRET
 from syncer.controllers.runtimeclasses import RuntimeClassReconciler
 from syncer.kube.cache import Store, object_key
@@ -36,7 +36,7 @@ from syncer.kube.controller import Controller
 from syncer.kube.events import EventRecorder
 from syncer.kube.informer import Handlers, Informer
 from syncer.kube.leader import LeaderElector
-from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, RUNTIMECLASSES, SECRETS
+from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, RUNTIMECLASSES, SECRETS, SERVICES
 from syncer.kube.workqueue import WorkQueue
 from syncer.metrics import Metrics
 from syncer.patches.apply import Patcher
@@ -84,7 +84,7 @@ def _host_pod_transform(obj: Obj) -> Obj:
     return out
 
 
-DEPENDENCY_RESOURCES = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS, PVC: PVCS}
+DEPENDENCY_RESOURCES = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS, PVC: PVCS, SERVICE: SERVICES}
 FORCE_SYNC_RESOURCES = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS}
 
 
@@ -96,6 +96,21 @@ def _metadata_transform(obj: Obj) -> Obj:
     if isinstance(ann, dict) and FORCE_SYNC in ann:
         out["annotations"] = {FORCE_SYNC: ann[FORCE_SYNC]}
     return {"metadata": out}
+
+
+def _service_transform(obj: Obj) -> Obj:
+    """Keep what the translation reads of a Service: its identity, ClusterIP and ports."""
+    out = _metadata_transform(obj)
+    spec = obj.get("spec") or {}
+    out["spec"] = {"clusterIP": spec.get("clusterIP"),
+                   "ports": [{k: p[k] for k in ("name", "port", "protocol") if k in p}
+                             for p in spec.get("ports") or [] if isinstance(p, dict)]}
+    return out
+
+
+def _namespace_index(obj: Obj) -> list[str]:
+    ns = (obj.get("metadata") or {}).get("namespace")
+    return [ns] if isinstance(ns, str) else []
 
 
 def _rc_index(pod: Obj) -> list[str]:
@@ -167,13 +182,15 @@ class Syncer:
 
         # Metadata-only caches of what host pods reference (section 3.1): no ConfigMap or Secret content
         # ever enters the process.
-        self.host_objects = {kind: Store(transform=_metadata_transform) for kind in DEPENDENCY_RESOURCES}
+        self.host_objects = {kind: Store(transform=_service_transform if kind == SERVICE else _metadata_transform)
+                             for kind in DEPENDENCY_RESOURCES}
+        self.virtual_services = Store(transform=_service_transform, indexers={NAMESPACE_INDEX: _namespace_index})
         self.virtual_objects = {kind: Store(transform=_metadata_transform) for kind in FORCE_SYNC_RESOURCES}
         self.pod_reconciler = PodReconciler(
             config, vcluster_name=options.vcluster_name, host_namespace=options.host_namespace,
             virtual_pods=self.virtual_pods, host_pods=self.host_pods, host_rcs=self.host_rcs, host=host,
             virtual=virtual, recorder=self.recorder, metrics=m, host_objects=self.host_objects,
-            virtual_objects=self.virtual_objects)
+            virtual_objects=self.virtual_objects, virtual_services=self.virtual_services)
         rc_events = EventRecorder(virtual, "runtimeclass-syncer",
                                   options.instance.replace("pod-syncer", "runtimeclass-syncer", 1))
         self.rc_reconciler = RuntimeClassReconciler(config, self.host_rcs, self.virtual_rcs, virtual, patcher,
@@ -193,11 +210,12 @@ class Syncer:
             on_delete=self._enqueue_for_host_pod, on_relist=self._enqueue_all_pods))
         for kind, res in DEPENDENCY_RESOURCES.items():
             inf = Informer(host, res, self.host_objects[kind], namespace=options.host_namespace, watch_timeout=wt,
-                           metadata_only=True)
+                           metadata_only=kind != SERVICE)
             inf.add_handlers(Handlers(on_add=functools.partial(self._enqueue_waiting, kind),
                                       on_update=functools.partial(self._waiting_updated, kind),
                                       on_relist=functools.partial(self._enqueue_all_waiting, kind)))
             self.informers.append(inf)
+        self.informers.append(Informer(virtual, SERVICES, self.virtual_services, watch_timeout=wt))
         for kind, res in FORCE_SYNC_RESOURCES.items():
             inf = Informer(virtual, res, self.virtual_objects[kind], watch_timeout=wt, metadata_only=True)
             inf.add_handlers(Handlers(on_add=functools.partial(self._enqueue_waiting_virtual, kind),

@@ -14,6 +14,7 @@ import pytest
 
 from syncer.config.model import parse_config
 from syncer.embedded.apiserver import EmbeddedAPIServer
+from syncer.embedded.vcluster_standin import create_vcluster_host_objects
 from syncer.kube.client import KubeClient
 from syncer.kube.resources import NAMESPACES, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
@@ -46,6 +47,7 @@ async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
         host = await KubeClient.from_kubeconfig(str(hk), "host", user_agent=TEST_AGENT)
         virtual = await KubeClient.from_kubeconfig(str(vk), "virtual", user_agent=TEST_AGENT)
         await host.create(NAMESPACES, {"metadata": {"name": HOST_NS}})
+        await create_vcluster_host_objects(host, HOST_NS, VCLUSTER)
         try:
             yield Clusters(hs, vs, hk, vk, host, virtual)
         finally:

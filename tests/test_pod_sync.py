@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from syncer.controllers.translate import host_pod_name
-from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES
+from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer
 
@@ -43,6 +43,7 @@ async def test_matching_class_syncs_with_translated_metadata(clusters: Clusters)
         p["metadata"]["labels"] = {"app": "web"}
         p["metadata"]["annotations"] = {"note": "x"}
         p["spec"]["serviceAccountName"] = "builder"
+        await clusters.virtual.create(SERVICEACCOUNTS, {"metadata": {"name": "builder"}}, "default")
         p["spec"]["volumes"] = [{"name": "kube-api-access-abcde", "projected": {"sources": []}}]
         p["spec"]["containers"][0]["volumeMounts"] = [{"name": "kube-api-access-abcde", "mountPath": "/var/run"}]
         vpod = await clusters.virtual.create(PODS, p, "default")
@@ -57,7 +58,8 @@ async def test_matching_class_syncs_with_translated_metadata(clusters: Clusters)
     assert ann["vcluster.loft.sh/object-kind"]
     spec = hp["spec"]
     assert spec["runtimeClassName"] == "gvisor" and spec["overhead"] == {"cpu": "50m"}  # host admission ran
-    assert spec["automountServiceAccountToken"] is False and "serviceAccountName" not in spec
+    # section 3.1: the host pod runs as the vcluster's workload service account, never with a host token
+    assert spec["automountServiceAccountToken"] is False and spec["serviceAccountName"] == f"vc-workload-{VCLUSTER}"
     assert "volumes" not in spec and "volumeMounts" not in spec["containers"][0]
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from syncer.embedded.vcluster_standin import VClusterResourceSyncers
-from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, SECRETS
+from syncer.embedded.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
+from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, SECRETS, SERVICES
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc_config, running_syncer
 from tests.kubectl import kubectl
 from tests.test_pod_sync import hname, host_pods, warnings_for
@@ -64,9 +64,9 @@ async def test_references_are_translated_and_the_objects_marked_for_vcluster(clu
         out = await kubectl(clusters.host_kubeconfig, "describe", "pod", hname("web"), "-n", HOST_NS)
     spec = objs[hname("web")]["spec"]
     assert spec["volumes"] == [{"name": "config", "configMap": {"name": h("app-config")}}]
-    env = spec["containers"][0]["env"]
-    assert env[0]["valueFrom"]["secretKeyRef"] == {"name": h("db"), "key": "password"}
-    assert env[1]["valueFrom"]["configMapKeyRef"] == {"name": h("tuning"), "key": "mode", "optional": True}
+    env = {e["name"]: e for e in spec["containers"][0]["env"]}
+    assert env["DB_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": h("db"), "key": "password"}
+    assert env["MODE"]["valueFrom"]["configMapKeyRef"] == {"name": h("tuning"), "key": "mode", "optional": True}
     for res, name in ((CONFIGMAPS, "app-config"), (SECRETS, "db")):  # annotated, nothing else changed
         v = await clusters.virtual.get(res, name, "default")
         assert v["metadata"]["annotations"] == {FORCE_SYNC: "true"}
@@ -126,3 +126,72 @@ async def test_a_declared_token_projection_is_refused_naming_the_field(clusters:
     assert event["message"] == ('did not sync pod "tok" to host because spec.volumes[0].projected.sources[0].'
                                 "serviceAccountToken cannot be translated: service-account token projections are "
                                 "not translated yet")
+
+
+async def service(c: Clusters, name: str, ns: str, ports: list[Obj], cluster: str = "host") -> Obj:
+    client = c.host if cluster == "host" else c.virtual
+    return await client.create(SERVICES, {"metadata": {"name": name}, "spec": {"ports": ports}}, ns)
+
+
+async def test_dns_api_address_service_links_identity_and_service_account(clusters: Clusters) -> None:
+    kube = await clusters.host.get(SERVICES, VCLUSTER, HOST_NS)
+    dns = await clusters.host.get(SERVICES, f"kube-dns-x-kube-system-x-{VCLUSTER}", HOST_NS)
+    db = await service(clusters, "db-main", "default", [{"name": "pg", "port": 5432}], cluster="virtual")
+    await service(clusters, "other-ns", "kube-system", [{"port": 80}], cluster="virtual")  # another namespace
+    p = pod("web", labels=None)
+    p["metadata"]["labels"] = {"app": "web"}
+    p["spec"]["dnsConfig"] = {"searches": ["corp.example"], "options": [{"name": "edns0"}]}
+    p["spec"]["containers"][0]["env"] = [
+        {"name": "KUBERNETES_SERVICE_PORT", "value": "6443"},  # the container's own value wins
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "POD_NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}}]
+    p["spec"]["volumes"] = [{"name": "info", "downwardAPI": {"items": [
+        {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+        {"path": "uid", "fieldRef": {"fieldPath": "metadata.uid"}}]}}]
+    async with running_syncer(clusters, rc_config()):
+        vpod = await clusters.virtual.create(PODS, p, "default")
+        objs = await host_pods(clusters, lambda o: hname("web") in o, "web synced")
+    hp = objs[hname("web")]
+    spec, ann = hp["spec"], hp["metadata"]["annotations"]
+    ip, dns_ip, db_ip = kube["spec"]["clusterIP"], dns["spec"]["clusterIP"], db["spec"]["clusterIP"]
+    assert spec["serviceAccountName"] == f"vc-workload-{VCLUSTER}" and spec["automountServiceAccountToken"] is False
+    assert spec["dnsPolicy"] == "None"
+    assert spec["dnsConfig"] == {"nameservers": [dns_ip], "options": [{"name": "ndots", "value": "5"}],
+                                 "searches": ["default.svc.cluster.local", "svc.cluster.local", "cluster.local",
+                                              "corp.example"]}
+    assert spec["enableServiceLinks"] is False
+    assert spec["hostAliases"] == [{"ip": ip, "hostnames": ["kubernetes.default.svc.cluster.local", "kubernetes",
+                                                            "kubernetes.default", "kubernetes.default.svc"]}]
+    env = spec["containers"][0]["env"]
+    values = {e["name"]: e.get("value") for e in env}
+    assert values["KUBERNETES_SERVICE_HOST"] == ip and values["KUBERNETES_SERVICE_PORT"] == "6443"
+    assert [e["name"] for e in env].count("KUBERNETES_SERVICE_PORT") == 1
+    assert values.get("DB_MAIN_SERVICE_HOST") == db_ip and values["DB_MAIN_SERVICE_PORT_PG"] == "5432", values
+    assert values["DB_MAIN_PORT_5432_TCP"] == f"tcp://{db_ip}:5432"
+    assert values["KUBERNETES_PORT"] == f"tcp://{ip}:443"  # the virtual cluster's kubernetes Service is not used
+    assert not any(n.startswith("OTHER_NS_") for n in values)
+    names = [e["name"] for e in env]
+    assert names.index("DB_MAIN_SERVICE_HOST") < names.index("POD_NAME")  # service variables come first
+    refs = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in env if "valueFrom" in e}
+    assert refs == {"POD_NAME": "metadata.annotations['vcluster.loft.sh/name']",
+                    "POD_NS": "metadata.annotations['vcluster.loft.sh/namespace']",
+                    "APP": "metadata.labels['app']"}
+    assert [i["fieldRef"]["fieldPath"] for i in spec["volumes"][0]["downwardAPI"]["items"]] == [
+        "metadata.annotations['vcluster.loft.sh/labels']", "metadata.annotations['vcluster.loft.sh/uid']"]
+    assert (ann["vcluster.loft.sh/name"], ann["vcluster.loft.sh/namespace"]) == ("web", "default")
+    assert ann["vcluster.loft.sh/uid"] == vpod["metadata"]["uid"] and ann["vcluster.loft.sh/labels"] == 'app="web"'
+
+
+async def test_without_the_dns_service_a_pod_waits_for_it(clusters: Clusters) -> None:
+    await clusters.host.delete(SERVICES, f"kube-dns-x-kube-system-x-{VCLUSTER}", HOST_NS)
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await clusters.virtual.create(PODS, pod("hostdns", dnsPolicy="Default"), "default")
+        await host_pods(clusters, lambda o: hname("hostdns") in o, "a pod with dnsPolicy Default does not wait")
+        (event,) = await warnings_for(clusters, "web", what="the waiting SyncWarning", timeout=15)
+        assert event["message"] == ('did not sync pod "web" to host yet: waiting for the DNS service '
+                                    f'"kube-system/kube-dns" to be synced to the host as "kube-dns-x-kube-system-x-'
+                                    f'{VCLUSTER}"')
+        await create_vcluster_host_objects(clusters.host, HOST_NS, VCLUSTER)
+        await host_pods(clusters, lambda o: hname("web") in o, "web synced once the DNS service exists")

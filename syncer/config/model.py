@@ -164,10 +164,49 @@ class Sync(_Loose):
     toHost: ToHost = Field(default_factory=ToHost)
 
 
+class WorkloadServiceAccount(_Loose):
+    """`controlPlane.advanced.workloadServiceAccount`: only `name` is read."""
+
+    name: str = ""
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, v: Any) -> Any:
+        return _none_to_empty(v, "")
+
+
+class Advanced(_Loose):
+    """`controlPlane.advanced`: only `workloadServiceAccount` is read."""
+
+    workloadServiceAccount: WorkloadServiceAccount = Field(default_factory=WorkloadServiceAccount)
+
+    @field_validator("workloadServiceAccount", mode="before")
+    @classmethod
+    def _wsa(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+
+class ControlPlane(_Loose):
+    """`controlPlane`: only `advanced.workloadServiceAccount.name` is read."""
+
+    advanced: Advanced = Field(default_factory=Advanced)
+
+    @field_validator("advanced", mode="before")
+    @classmethod
+    def _advanced(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+
 class VClusterConfig(_Loose):
     """A whole vcluster.yaml (or a fragment of one)."""
 
     sync: Sync = Field(default_factory=Sync)
+    controlPlane: ControlPlane = Field(default_factory=ControlPlane)
+
+    @field_validator("controlPlane", mode="before")
+    @classmethod
+    def _control_plane(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
 
     @field_validator("sync", mode="before")
     @classmethod
@@ -215,6 +254,11 @@ class SyncerConfig:
         `secret`: `sync.toHost.secrets.all`); PVCs are always synced by vcluster."""
         to_host = self.raw.sync.toHost
         return {"configmap": to_host.configMaps.all, "secret": to_host.secrets.all}.get(kind, True)
+
+    def workload_service_account(self, vcluster_name: str) -> str:
+        """The host service account tenant pods run as: `controlPlane.advanced.workloadServiceAccount.name`,
+        by default `vc-workload-<vcluster name>` (the one vcluster's chart creates)."""
+        return self.raw.controlPlane.advanced.workloadServiceAccount.name or f"vc-workload-{vcluster_name}"
 
     @property
     def forced_runtime_class(self) -> str:

@@ -54,6 +54,20 @@ WAIT_WARNING = 10.0  # seconds a pod waits for its host objects before a SyncWar
 WAIT_RECHECK = 30.0  # seconds between checks after that (a host object appearing wakes the pod at once)
 
 
+SERVICE = "service"  # host Services a pod needs: the vcluster's own, and the DNS Service
+DNS_SERVICE = ("kube-system", "kube-dns")  # the virtual cluster's DNS Service, synced to the host by vcluster
+NAMESPACE_INDEX = "namespace"
+
+
+def _waiting_for(d: Dependency) -> str:
+    """What a pod waits for, in the words of the `waiting for` SyncWarning (behaviour.md section 3.1)."""
+    if d.kind != SERVICE:
+        return f'{d.kind} "{d.name}" to be synced to the host as "{d.host_name}"'
+    if d.field == "spec.dnsPolicy":
+        return f'the DNS service "{d.name}" to be synced to the host as "{d.host_name}"'
+    return f'the vcluster service "{d.name}" (the virtual API server) to exist on the host'
+
+
 @dataclass
 class _Waiting:
     """A virtual pod (of this uid) waiting since `since` (monotonic seconds) for host objects."""
@@ -92,12 +106,15 @@ class PodReconciler:
             objects it references exist; a kind without a cache is not waited for.
         virtual_objects: metadata caches of the virtual ConfigMaps and Secrets, by kind: whether a
             referenced object exists and carries the force-sync annotation.
+            `host_objects["service"]`, when given, caches the host Services in `host_namespace` (the
+            vcluster's Service and the DNS Service: their ClusterIPs; pods wait for them).
+        virtual_services: the virtual Services (indexed by namespace) for service-link variables.
     """
 
     def __init__(self, config: SyncerConfig, *, vcluster_name: str, host_namespace: str, virtual_pods: Store,
                  host_pods: Store, host_rcs: Store, host: KubeClient, virtual: KubeClient, recorder: EventRecorder,
                  metrics: Metrics, host_objects: Mapping[str, Store] | None = None,
-                 virtual_objects: Mapping[str, Store] | None = None) -> None:
+                 virtual_objects: Mapping[str, Store] | None = None, virtual_services: Store | None = None) -> None:
         self.config = config
         self.vcluster_name = vcluster_name
         self.host_namespace = host_namespace
@@ -113,6 +130,8 @@ class PodReconciler:
         self.host_objects = dict(host_objects or {})
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects, by key
         self.virtual_objects = dict(virtual_objects or {})
+        self.virtual_services = virtual_services if virtual_services is not None else Store(
+            indexers={NAMESPACE_INDEX: lambda o: []})
 
     def host_key(self, namespace: str, name: str) -> str:
         """Cache key of the host pod for virtual pod `namespace/name`."""
@@ -297,8 +316,7 @@ class PodReconciler:
                  d.name, d.host_name)
         if waited < WAIT_WARNING:
             return WAIT_WARNING - waited
-        message = (f'did not sync pod "{meta["name"]}" to host yet: waiting for {d.kind} "{d.name}" to be synced '
-                   f'to the host as "{d.host_name}"')
+        message = f'did not sync pod "{meta["name"]}" to host yet: waiting for {_waiting_for(d)}'
         if w.warned != message:
             w.warned = message
             await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
@@ -369,9 +387,31 @@ class PodReconciler:
     # ------------------------------------------------------------------ writes
 
     def _translate(self, vpod: Obj) -> tuple[Obj, list[Dependency]]:
-        return translate.host_pod_and_dependencies(vpod, vcluster_name=self.vcluster_name,
-                                                   host_namespace=self.host_namespace,
-                                                   forced_runtime_class=self.config.forced_runtime_class)
+        """The desired host pod and what it needs on the host: the referenced objects, the vcluster's
+        Service (the API server's address) and, for cluster DNS, the DNS Service."""
+        ns = vpod["metadata"]["namespace"]
+        kube = self._service_ip(self.vcluster_name)
+        dns_name = translate.host_pod_name(DNS_SERVICE[1], DNS_SERVICE[0], self.vcluster_name)
+        dns = self._service_ip(dns_name)
+        services = [svc for k in self.virtual_services.keys_by_index(NAMESPACE_INDEX, ns)
+                    if (svc := self.virtual_services.get(k)) is not None]
+        view = translate.ClusterView(kube or "", dns or "", services,
+                                     self.config.workload_service_account(self.vcluster_name))
+        desired, deps = translate.host_pod_and_dependencies(
+            vpod, vcluster_name=self.vcluster_name, host_namespace=self.host_namespace,
+            forced_runtime_class=self.config.forced_runtime_class, cluster=view)
+        if SERVICE in self.host_objects:
+            deps.append(Dependency(SERVICE, f"{self.host_namespace}/{self.vcluster_name}", self.vcluster_name, False,
+                                   "env KUBERNETES_SERVICE_HOST"))
+            if (vpod.get("spec") or {}).get("dnsPolicy", "ClusterFirst") in ("ClusterFirst", "ClusterFirstWithHostNet"):
+                deps.append(Dependency(SERVICE, "/".join(DNS_SERVICE), dns_name, False, "spec.dnsPolicy"))
+        return desired, deps
+
+    def _service_ip(self, name: str) -> str | None:
+        store = self.host_objects.get(SERVICE)
+        svc = store.get(f"{self.host_namespace}/{name}") if store is not None else None
+        ip = ((svc or {}).get("spec") or {}).get("clusterIP")
+        return ip if isinstance(ip, str) and ip and ip != "None" else None
 
     async def _refuse(self, vpod: Obj, rc_name: str, message: str) -> None:
         self.metrics.pods_refused.labels(rc_name).inc()

@@ -7,9 +7,12 @@ host pod name and metadata, behaviour.md sections 2 and 3 for what is copied.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
+from syncer.controllers.podtranslate import downward, environment
 from syncer.controllers.podtranslate.references import Dependency, is_injected_token_volume, translate_references
 
 Obj = dict[str, Any]
@@ -95,14 +98,32 @@ STATUS_FIELDS = ("phase", "conditions", "containerStatuses", "initContainerStatu
                  "podIP", "podIPs", "hostIP", "hostIPs", "startTime", "qosClass", "reason", "message")
 
 
-def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "") -> Obj:
+@dataclass(frozen=True)
+class ClusterView:
+    """What a host pod needs to know of the virtual cluster around it (behaviour.md section 3.1).
+
+    Attributes:
+        kube_ip: ClusterIP of the vcluster's Service in the host namespace (the virtual API server).
+        dns_ip: ClusterIP of the host copy of the virtual cluster's `kube-system/kube-dns` Service.
+        services: the Services of the pod's virtual namespace (service-link variables).
+        service_account: the host service account tenant pods run as (the workload service account).
+    """
+
+    kube_ip: str
+    dns_ip: str
+    services: list[Obj] = dataclasses.field(default_factory=list)
+    service_account: str = ""
+
+
+def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "",
+             cluster: ClusterView | None = None) -> Obj:
     """The host pod for a virtual pod (host_pod_and_dependencies without the dependencies)."""
     return host_pod_and_dependencies(vpod, vcluster_name=vcluster_name, host_namespace=host_namespace,
-                                     forced_runtime_class=forced_runtime_class)[0]
+                                     forced_runtime_class=forced_runtime_class, cluster=cluster)[0]
 
 
-def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: str,
-                              forced_runtime_class: str = "") -> tuple[Obj, list[Dependency]]:
+def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "",
+                              cluster: ClusterView | None = None) -> tuple[Obj, list[Dependency]]:
     """The host pod for a virtual pod (single-namespace mode), and the host objects it references.
 
     - name `<pod>-x-<namespace>-x-<vcluster>` (safe_concat_name), in `host_namespace`;
@@ -114,7 +135,10 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
       the injected service-account token volume and its mounts, serviceAccountName,
       priority/priorityClassName, overhead; `automountServiceAccountToken: false`; hostname defaults
       to the virtual pod name made a DNS-1123 label (host_pod_hostname); `runtimeClassName` forced when
-      `forced_runtime_class` is set.
+      `forced_runtime_class` is set;
+    - with `cluster`: the workload service account, the virtual cluster's DNS, the `KUBERNETES_*` and
+      service-link variables and the `kubernetes` host alias (podtranslate.environment), and downward-API
+      fieldRefs reading the virtual identity from annotations (podtranslate.downward).
     """
     meta = vpod["metadata"]
     labels = dict(meta.get("labels") or {})
@@ -145,6 +169,16 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     if forced_runtime_class:
         spec["runtimeClassName"] = forced_runtime_class
     deps = translate_references(spec, meta["name"], lambda n: host_pod_name(n, meta["namespace"], vcluster_name))
+    if cluster is not None:
+        vspec = vpod.get("spec") or {}
+        annotations.update(downward.identity_annotations(vpod))
+        downward.translate_downward_api(spec)
+        if cluster.service_account:
+            spec["serviceAccountName"] = cluster.service_account
+        environment.translate_dns(spec, meta["namespace"], cluster.dns_ip)
+        env = environment.service_environment(cluster.services, vspec.get("enableServiceLinks") is not False,
+                                              cluster.kube_ip)
+        environment.add_environment(spec, env, cluster.kube_ip)
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": host_pod_name(meta["name"], meta["namespace"], vcluster_name),

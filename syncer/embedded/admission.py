@@ -104,3 +104,15 @@ def check_namespace_exists(namespace: str, exists: bool) -> None:
     if not exists:
         raise StatusError(404, f'namespaces "{namespace}" not found', "NotFound",
                           {"name": namespace, "kind": "namespaces"})
+
+
+def admit_service_account(pod: Obj, get_service_account: Callable[[str], Obj | None]) -> None:
+    """ServiceAccount admission (plugin/pkg/admission/serviceaccount) on pod create: a pod that names no
+    service account runs as `default`; a service account that does not exist is refused (403)."""
+    spec = pod.setdefault("spec", {})
+    name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+    spec["serviceAccountName"] = spec["serviceAccount"] = name
+    if get_service_account(name) is None:
+        ns = pod["metadata"].get("namespace", "")
+        raise forbidden(PODS, pod["metadata"]["name"], f'error looking up service account {ns}/{name}: '
+                                                       f'serviceaccount "{name}" not found')

@@ -537,6 +537,7 @@ class EmbeddedAPIServer:
             admission.default_pod(obj)
             if self.runtime_class_admission:
                 admission.admit_runtime_class(obj, lambda n: self.storage.get(RUNTIMECLASSES, "", n))
+            admission.admit_service_account(obj, lambda n: self.storage.get(SERVICEACCOUNTS, ns, n))
         if res == NAMESPACES:
             obj["status"] = {"phase": "Active"}
         if res == SERVICES and not dry_run:

@@ -25,6 +25,7 @@ from typing import Any
 from syncer.config.model import SyncerConfig, parse_config
 from syncer.controllers import gate, translate
 from syncer.embedded.apiserver import EmbeddedAPIServer
+from syncer.embedded.vcluster_standin import create_vcluster_host_objects
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
 from syncer.manager import Options, Syncer
@@ -162,6 +163,7 @@ class Scenario:
     async def _seed_host(self) -> None:
         """The host namespace, and a pod of another owner on the host name of SQUATTED_POD."""
         await self.host.create(NAMESPACES, {"metadata": {"name": HOST_NS}})
+        await create_vcluster_host_objects(self.host, HOST_NS, VCLUSTER)
         squatter = {"metadata": {"name": translate.host_pod_name(SQUATTED_POD, "default", VCLUSTER)},
                     "spec": {"containers": [{"name": "c", "image": "other-team/app"}]}}
         self.squatter_rv = (await self.host.create(PODS, squatter, HOST_NS))["metadata"]["resourceVersion"]

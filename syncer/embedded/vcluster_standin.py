@@ -21,7 +21,7 @@ from syncer.controllers.translate import MANAGED_BY, OBJECT_NAME, OBJECT_NAMESPA
 from syncer.kube.cache import Store, object_key, split_key
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.informer import Handlers, Informer
-from syncer.kube.resources import CONFIGMAPS, PVCS, SECRETS, APIResource
+from syncer.kube.resources import CONFIGMAPS, PVCS, SECRETS, SERVICEACCOUNTS, SERVICES, APIResource
 
 log = logging.getLogger(__name__)
 
@@ -108,3 +108,26 @@ class VClusterResourceSyncers:
             if res != PVCS:  # a PVC's spec is immutable once bound; vcluster keeps the first copy
                 await self.host.patch(res, hname, {k: v for k, v in copy.items() if k != "metadata"},
                                       self.host_namespace)
+
+
+async def create_vcluster_host_objects(host: KubeClient, host_namespace: str, vcluster_name: str) -> None:
+    """What vcluster's chart and its service syncer put in the host namespace, which host pods need: the
+    vcluster's Service (the virtual API server, port 443), the host copy of the virtual cluster's
+    `kube-system/kube-dns` Service (port 53), and the workload service account `vc-workload-<name>`.
+    Existing objects are left as they are."""
+    dns = host_pod_name("kube-dns", "kube-system", vcluster_name)
+    objects: list[tuple[APIResource, Obj]] = [
+        (SERVICES, {"metadata": {"name": vcluster_name, "labels": {"app": "vcluster"}},
+                    "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 8443, "protocol": "TCP"}]}}),
+        (SERVICES, {"metadata": {"name": dns, "labels": {MANAGED_BY: vcluster_name},
+                                 "annotations": {OBJECT_NAME: "kube-dns", OBJECT_NAMESPACE: "kube-system"}},
+                    "spec": {"ports": [{"name": "dns", "port": 53, "protocol": "UDP"},
+                                       {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}}),
+        (SERVICEACCOUNTS, {"metadata": {"name": f"vc-workload-{vcluster_name}"}}),
+    ]
+    for res, obj in objects:
+        try:
+            await host.create(res, {"apiVersion": "v1", "kind": res.kind, **obj}, host_namespace)
+        except ApiError as e:
+            if not e.already_exists:
+                raise

@@ -1,0 +1,95 @@
+"""What a container sees of its cluster: DNS, the API server's address, service links (pure).
+
+Follows vcluster's pod translator: `translateDNSConfig`/`translateDNSClusterFirstConfig` (translator.go),
+`ServicesToEnvironmentVariables` (translator.go) with `buildEnvironmentVariables`/`makeLinkVariables`
+(envvars.go, the kubelet's service environment), `TranslateContainerEnv` (the service variables come
+first, sorted, and never replace a variable the container sets itself) and the `kubernetes` host alias
+of `Translate`.
+
+- `dnsPolicy: ClusterFirst` (not on the host network) and `ClusterFirstWithHostNet` become `None` with the
+  virtual cluster's DNS Service as nameserver, the searches `<ns>.svc.<domain> svc.<domain> <domain>` and
+  `ndots:5`, merged with the pod's own `dnsConfig` (duplicates dropped); `Default` and `None` are left.
+- `KUBERNETES_SERVICE_HOST`/`_PORT` (and the rest of the `KUBERNETES_*` family) point at `kube_ip`, the
+  ClusterIP of the vcluster's Service in the host namespace, so in-cluster clients reach the virtual API
+  server; the pod's namespace's Services with a ClusterIP become `<NAME>_SERVICE_HOST` ... variables
+  unless `enableServiceLinks` is false; the host pod gets `enableServiceLinks: false` (the host's
+  Services must not leak in).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Obj = dict[str, Any]
+CLUSTER_DOMAIN = "cluster.local"
+
+
+def translate_dns(spec: Obj, namespace: str, dns_ip: str, cluster_domain: str = CLUSTER_DOMAIN) -> None:
+    """Point a (copied) pod spec's DNS at the virtual cluster's DNS Service `dns_ip` (mutates `spec`)."""
+    policy = spec.get("dnsPolicy") or "ClusterFirst"
+    if policy == "ClusterFirst" and spec.get("hostNetwork"):
+        return  # falls back to Default on the host network
+    if policy not in ("ClusterFirst", "ClusterFirstWithHostNet") or not dns_ip:
+        return
+    own = spec.get("dnsConfig") or {}
+    searches = [f"{namespace}.svc.{cluster_domain}", f"svc.{cluster_domain}", cluster_domain]
+    config: Obj = {"nameservers": _unique([dns_ip, *(own.get("nameservers") or [])]),
+                   "searches": _unique([*searches, *(own.get("searches") or [])]),
+                   "options": [{"name": "ndots", "value": "5"}]}
+    spec["dnsPolicy"] = "None"
+    spec["dnsConfig"] = config
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _env_name(name: str) -> str:
+    return name.upper().replace("-", "_")
+
+
+def service_environment(services: list[Obj], enable_links: bool, kube_ip: str) -> dict[str, str]:
+    """The environment the kubelet would give a pod of the virtual cluster: the Services of its namespace
+    that have a ClusterIP (only when `enable_links`), then the `KUBERNETES_*` variables for `kube_ip`."""
+    env: dict[str, str] = {}
+    for svc in services if enable_links else []:
+        spec = svc.get("spec") or {}
+        ip, ports = spec.get("clusterIP"), [p for p in spec.get("ports") or [] if isinstance(p, dict)]
+        if not ip or ip == "None" or not ports:
+            continue
+        prefix = _env_name(svc["metadata"]["name"])
+        env[f"{prefix}_SERVICE_HOST"] = ip
+        env[f"{prefix}_SERVICE_PORT"] = str(ports[0].get("port"))
+        for p in ports:
+            if p.get("name"):
+                env[f"{prefix}_SERVICE_PORT_{_env_name(p['name'])}"] = str(p.get("port"))
+        for i, p in enumerate(ports):
+            proto = str(p.get("protocol") or "TCP")
+            host_port = f"[{ip}]:{p.get('port')}" if ":" in ip else f"{ip}:{p.get('port')}"
+            url = f"{proto.lower()}://{host_port}"
+            if i == 0:
+                env[f"{prefix}_PORT"] = url
+            pp = f"{prefix}_PORT_{p.get('port')}_{proto.upper()}"
+            env.update({pp: url, f"{pp}_PROTO": proto.lower(), f"{pp}_PORT": str(p.get("port")), f"{pp}_ADDR": ip})
+    env.update({"KUBERNETES_PORT": f"tcp://{kube_ip}:443", "KUBERNETES_PORT_443_TCP": f"tcp://{kube_ip}:443",
+                "KUBERNETES_PORT_443_TCP_ADDR": kube_ip, "KUBERNETES_PORT_443_TCP_PORT": "443",
+                "KUBERNETES_PORT_443_TCP_PROTO": "tcp", "KUBERNETES_SERVICE_HOST": kube_ip,
+                "KUBERNETES_SERVICE_PORT": "443", "KUBERNETES_SERVICE_PORT_HTTPS": "443"})
+    return env
+
+
+def add_environment(spec: Obj, env: dict[str, str], kube_ip: str, cluster_domain: str = CLUSTER_DOMAIN) -> None:
+    """Give every container (init, app, ephemeral) the variables of `env` it does not set itself, first and
+    sorted; add the `kubernetes` host alias for `kube_ip`; set `enableServiceLinks: false` (mutates `spec`)."""
+    for field in ("initContainers", "containers", "ephemeralContainers"):
+        for c in spec.get(field) or []:
+            if not isinstance(c, dict):
+                continue
+            own = c.get("env") or []
+            names = {e.get("name") for e in own if isinstance(e, dict)}
+            c["env"] = [{"name": k, "value": env[k]} for k in sorted(env) if k not in names] + own
+    aliases = [a for a in spec.get("hostAliases") or []]
+    aliases.append({"ip": kube_ip, "hostnames": [f"kubernetes.default.svc.{cluster_domain}", "kubernetes",
+                                                  "kubernetes.default", "kubernetes.default.svc"]})
+    spec["hostAliases"] = aliases
+    spec["enableServiceLinks"] = False
