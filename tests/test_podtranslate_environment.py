@@ -1,0 +1,94 @@
+"""DNS, API address, service links and the downward API (podtranslate/environment.py, downward.py), case by
+case as vcluster's translateDNSConfig, ServicesToEnvironmentVariables and translateFieldRef."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from syncer.controllers.podtranslate.downward import identity_annotations, translate_downward_api
+from syncer.controllers.podtranslate.environment import add_environment, service_environment, translate_dns
+
+Obj = dict[str, Any]
+SEARCHES = ["ns.svc.cluster.local", "svc.cluster.local", "cluster.local"]
+NDOTS = [{"name": "ndots", "value": "5"}]
+
+DNS_CASES: list[tuple[str, Obj, Obj]] = [
+    ("ClusterFirst (the default)", {}, {"dnsPolicy": "None", "dnsConfig": {
+        "nameservers": ["10.0.0.10"], "searches": SEARCHES, "options": NDOTS}}),
+    ("ClusterFirstWithHostNet", {"dnsPolicy": "ClusterFirstWithHostNet", "hostNetwork": True},
+     {"dnsPolicy": "None", "hostNetwork": True, "dnsConfig": {"nameservers": ["10.0.0.10"], "searches": SEARCHES,
+                                                             "options": NDOTS}}),
+    ("ClusterFirst on the host network falls back to Default", {"hostNetwork": True}, {"hostNetwork": True}),
+    ("Default is left", {"dnsPolicy": "Default"}, {"dnsPolicy": "Default"}),
+    ("None is left", {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["1.1.1.1"]}},
+     {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["1.1.1.1"]}}),
+    ("the pod's own dnsConfig is merged without duplicates",
+     {"dnsConfig": {"nameservers": ["10.0.0.10", "9.9.9.9"], "searches": ["cluster.local", "corp"]}},
+     {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["10.0.0.10", "9.9.9.9"], "searches": [*SEARCHES, "corp"],
+                                         "options": NDOTS}}),
+]
+
+
+@pytest.mark.parametrize(("what", "spec", "want"), DNS_CASES, ids=[c[0] for c in DNS_CASES])
+def test_dns(what: str, spec: Obj, want: Obj) -> None:
+    translate_dns(spec, "ns", "10.0.0.10")
+    assert spec == want, what
+
+
+def test_service_environment_is_the_kubelets() -> None:
+    services = [{"metadata": {"name": "my-db"}, "spec": {"clusterIP": "10.0.0.5", "ports": [
+        {"name": "pg", "port": 5432}, {"port": 9187, "protocol": "TCP"}]}},
+        {"metadata": {"name": "headless"}, "spec": {"clusterIP": "None", "ports": [{"port": 80}]}}]
+    env = service_environment(services, True, "10.0.0.1")
+    assert {k: v for k, v in env.items() if k.startswith("MY_DB")} == {
+        "MY_DB_SERVICE_HOST": "10.0.0.5", "MY_DB_SERVICE_PORT": "5432", "MY_DB_SERVICE_PORT_PG": "5432",
+        "MY_DB_PORT": "tcp://10.0.0.5:5432",
+        "MY_DB_PORT_5432_TCP": "tcp://10.0.0.5:5432", "MY_DB_PORT_5432_TCP_PROTO": "tcp",
+        "MY_DB_PORT_5432_TCP_PORT": "5432", "MY_DB_PORT_5432_TCP_ADDR": "10.0.0.5",
+        "MY_DB_PORT_9187_TCP": "tcp://10.0.0.5:9187", "MY_DB_PORT_9187_TCP_PROTO": "tcp",
+        "MY_DB_PORT_9187_TCP_PORT": "9187", "MY_DB_PORT_9187_TCP_ADDR": "10.0.0.5"}
+    assert not any(k.startswith("HEADLESS") for k in env)
+    assert env["KUBERNETES_SERVICE_HOST"] == "10.0.0.1" and env["KUBERNETES_PORT_443_TCP"] == "tcp://10.0.0.1:443"
+    assert set(service_environment(services, False, "10.0.0.1")) == {k for k in env if k.startswith("KUBERNETES")}
+
+
+def test_environment_comes_first_sorted_and_never_replaces_the_containers_own() -> None:
+    spec: Obj = {"containers": [{"name": "a", "env": [{"name": "B", "value": "mine"}]}],
+                 "initContainers": [{"name": "i"}]}
+    add_environment(spec, {"C": "3", "B": "2", "A": "1"}, "10.0.0.1")
+    assert spec["containers"][0]["env"] == [{"name": "A", "value": "1"}, {"name": "C", "value": "3"},
+                                            {"name": "B", "value": "mine"}]
+    assert spec["initContainers"][0]["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "2"},
+                                                {"name": "C", "value": "3"}]
+    assert spec["enableServiceLinks"] is False and spec["hostAliases"][0]["ip"] == "10.0.0.1"
+
+
+FIELD_CASES = [("metadata.name", "metadata.annotations['vcluster.loft.sh/name']"),
+               ("metadata.namespace", "metadata.annotations['vcluster.loft.sh/namespace']"),
+               ("metadata.uid", "metadata.annotations['vcluster.loft.sh/uid']"),
+               ("spec.serviceAccountName", "metadata.annotations['vcluster.loft.sh/service-account-name']"),
+               ("metadata.labels", "metadata.annotations['vcluster.loft.sh/labels']"),
+               ("metadata.labels['app']", "metadata.labels['app']"),
+               ("status.podIP", "status.podIP"), ("spec.nodeName", "spec.nodeName")]
+
+
+@pytest.mark.parametrize(("path", "want"), FIELD_CASES)
+def test_downward_api_field_refs(path: str, want: str) -> None:
+    spec: Obj = {"containers": [{"name": "a", "env": [{"name": "X", "valueFrom": {"fieldRef": {"fieldPath": path}}}]}],
+                 "volumes": [{"name": "v", "downwardAPI": {"items": [{"path": "x", "fieldRef": {"fieldPath": path}}]}},
+                             {"name": "p", "projected": {"sources": [{"downwardAPI": {"items": [
+                                 {"path": "x", "fieldRef": {"fieldPath": path}}]}}]}}]}
+    translate_downward_api(spec)
+    assert spec["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == want
+    assert spec["volumes"][0]["downwardAPI"]["items"][0]["fieldRef"]["fieldPath"] == want
+    assert spec["volumes"][1]["projected"]["sources"][0]["downwardAPI"]["items"][0]["fieldRef"]["fieldPath"] == want
+
+
+def test_identity_annotations_hold_the_virtual_values() -> None:
+    vpod = {"metadata": {"name": "web", "namespace": "team", "uid": "u-1", "labels": {"b": "2", "a": "x\"y"}},
+            "spec": {"serviceAccountName": "builder"}}
+    assert identity_annotations(vpod) == {
+        "vcluster.loft.sh/name": "web", "vcluster.loft.sh/namespace": "team", "vcluster.loft.sh/uid": "u-1",
+        "vcluster.loft.sh/service-account-name": "builder", "vcluster.loft.sh/labels": 'a="x\\"y"\nb="2"'}
