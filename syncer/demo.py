@@ -25,8 +25,10 @@ import yaml
 from syncer import logs
 from syncer.config.model import ConfigError, SyncerConfig, load_config
 from syncer.controllers import gate, translate
+from syncer.controllers.podtranslate.tokens import TOKEN_ANNOTATION_PREFIX
 from syncer.embedded.apiserver import EmbeddedAPIServer
 from syncer.embedded.kubelet import FakeKubelet
+from syncer.embedded.tokens import whoami
 from syncer.embedded.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.kube.client import KubeClient
 from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SECRETS
@@ -200,6 +202,15 @@ async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: Embe
                 w(f"           {kind} {ref} -> host {kind} {translate.host_pod_name(ref, 'default', VCLUSTER)}\n")
             if name in waited:
                 w(f"           waited (not on the host) until {waited[name]} was created and synced by vcluster\n")
+    if allowed:
+        name = allowed[0]
+        hp = host_pods[f"{HOST_NAMESPACE}/{translate.host_pod_name(name, 'default', VCLUSTER)}"]
+        w("\nService-account token (projected into the host pod from an annotation, requested from the virtual "
+          "cluster)\n")
+        for key, token in sorted(hp["metadata"].get("annotations", {}).items()):
+            if key.startswith(TOKEN_ANNOTATION_PREFIX):
+                w(f"  default/{name}: the virtual API server answers the token in {key} with "
+                  f"{await whoami(virtual, token)}\n")
     kv, kh = workdir / "virtual.kubeconfig", workdir / "host.kubeconfig"
     w("\nTry it (another terminal):\n")
     w(f"  kubectl --kubeconfig {kv} get runtimeclasses\n")

@@ -14,7 +14,7 @@ import pytest
 
 from syncer.config.model import parse_config
 from syncer.embedded.apiserver import EmbeddedAPIServer
-from syncer.embedded.vcluster_standin import create_vcluster_host_objects
+from syncer.embedded.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.kube.client import KubeClient
 from syncer.kube.resources import NAMESPACES, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
@@ -73,17 +73,23 @@ async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIte
     host = await KubeClient.from_kubeconfig(str(c.host_kubeconfig), "host")
     virtual = await KubeClient.from_kubeconfig(str(c.virtual_kubeconfig), "virtual")
     patcher = options.pop("patcher", None)
+    # vcluster's own resource syncers keep running beside the sidecar (section 3.1): stood in here
+    to_host = config.raw.sync.toHost
+    standin = VClusterResourceSyncers(c.virtual, c.host, HOST_NS, VCLUSTER, all_configmaps=to_host.configMaps.all,
+                                      all_secrets=to_host.secrets.all)
     syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS,
                                                    watch_timeout=options.pop("watch_timeout", 30), **options),
                     patcher=patcher)
     stop = asyncio.Event()
     task = asyncio.create_task(syncer.run(stop))
+    standin_task = asyncio.create_task(standin.run(stop))
     try:
         await asyncio.wait_for(syncer.ready_event.wait(), 15)
         yield syncer
     finally:
         stop.set()
         await asyncio.wait_for(task, 15)
+        await standin_task
         await host.close()
         await virtual.close()
 

@@ -118,7 +118,7 @@ async def test_several_errors_are_listed_with_their_causes(clusters: Clusters) -
 
 
 async def test_pod_update_rules(clusters: Clusters) -> None:
-    await clusters.host.create(PODS, with_spec(activeDeadlineSeconds=100,
+    await clusters.host.create(PODS, with_spec(activeDeadlineSeconds=100, automountServiceAccountToken=False,
                                                tolerations=[{"key": "k", "operator": "Exists"}]), NS)
     # allowed: an image, a lower deadline, an added toleration
     await clusters.host.patch(PODS, "p", {"spec": {"containers": [container(image="nginx:1.28")],

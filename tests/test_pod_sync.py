@@ -60,7 +60,8 @@ async def test_matching_class_syncs_with_translated_metadata(clusters: Clusters)
     assert spec["runtimeClassName"] == "gvisor" and spec["overhead"] == {"cpu": "50m"}  # host admission ran
     # section 3.1: the host pod runs as the vcluster's workload service account, never with a host token
     assert spec["automountServiceAccountToken"] is False and spec["serviceAccountName"] == f"vc-workload-{VCLUSTER}"
-    assert "volumes" not in spec and "volumeMounts" not in spec["containers"][0]
+    # the token volume is carried, its token projections replaced by virtual-cluster tokens (none here)
+    assert spec["volumes"] == [{"name": "kube-api-access-abcde", "projected": {"sources": []}}]
 
 
 async def test_pod_without_runtime_class_syncs(clusters: Clusters) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from syncer.controllers.podtranslate.references import Dependency, Untranslatable, translate_references
+from syncer.controllers.podtranslate.references import Dependency, translate_references
 
 Obj = dict[str, Any]
 
@@ -81,14 +81,10 @@ def test_references_are_rewritten_to_host_names(what: str, spec: Obj, translated
     assert got == [Dependency(k, n, host(n), o, f) for k, n, o, f in deps]
 
 
-def test_a_declared_token_projection_is_refused_naming_the_field() -> None:
-    spec = {"volumes": [{"name": "tok", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]}
-    with pytest.raises(Untranslatable) as err:
-        translate_references(spec, "web", host)
-    assert err.value.field == "spec.volumes[0].projected.sources[0].serviceAccountToken"
-
-
-def test_the_injected_token_volume_is_not_a_reference() -> None:
+def test_the_injected_token_volume_references_kube_root_ca() -> None:
     spec = {"volumes": [{"name": "kube-api-access-x", "projected": {"sources": [
         {"serviceAccountToken": {"path": "token"}}, {"configMap": {"name": "kube-root-ca.crt"}}]}}]}
-    assert translate_references(spec, "web", host) == []
+    assert translate_references(spec, "web", host) == [
+        Dependency("configmap", "kube-root-ca.crt", host("kube-root-ca.crt"), False,
+                   "spec.volumes[0].projected.sources[1].configMap.name")]
+    assert spec["volumes"][0]["projected"]["sources"][0] == {"serviceAccountToken": {"path": "token"}}  # tokens.py's

@@ -5,33 +5,24 @@ exact SyncWarning after 10 s, optional references, and what cannot be translated
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import base64
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from syncer.embedded.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
-from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, SECRETS, SERVICES
+from syncer.controllers import translate
+from syncer.embedded.tokens import whoami
+from syncer.embedded.vcluster_standin import create_vcluster_host_objects
+from syncer.kube.client import ApiError
+from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, SECRETS, SERVICEACCOUNTS, SERVICES
+from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc_config, running_syncer
 from tests.kubectl import kubectl
 from tests.test_pod_sync import hname, host_pods, warnings_for
 
 Obj = dict[str, Any]
 FORCE_SYNC = "vcluster.loft.sh/force-sync"
-
-
-@contextlib.asynccontextmanager
-async def vcluster_syncers(c: Clusters, **all_keys: bool) -> AsyncIterator[VClusterResourceSyncers]:
-    s = VClusterResourceSyncers(c.virtual, c.host, HOST_NS, VCLUSTER, **all_keys)
-    stop = asyncio.Event()
-    task = asyncio.create_task(s.run(stop))
-    try:
-        yield s
-    finally:
-        stop.set()
-        await task
 
 
 def app_pod(name: str = "web") -> Obj:
@@ -58,12 +49,12 @@ def h(name: str) -> str:
 @pytest.mark.kubectl
 async def test_references_are_translated_and_the_objects_marked_for_vcluster(clusters: Clusters) -> None:
     await create_app_objects(clusters)
-    async with running_syncer(clusters, rc_config()), vcluster_syncers(clusters):
+    async with running_syncer(clusters, rc_config()):
         await clusters.virtual.create(PODS, app_pod(), "default")
         objs = await host_pods(clusters, lambda o: hname("web") in o, "web synced once its objects are on the host")
         out = await kubectl(clusters.host_kubeconfig, "describe", "pod", hname("web"), "-n", HOST_NS)
     spec = objs[hname("web")]["spec"]
-    assert spec["volumes"] == [{"name": "config", "configMap": {"name": h("app-config")}}]
+    assert spec["volumes"][0] == {"name": "config", "configMap": {"name": h("app-config")}}
     env = {e["name"]: e for e in spec["containers"][0]["env"]}
     assert env["DB_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": h("db"), "key": "password"}
     assert env["MODE"]["valueFrom"]["configMapKeyRef"] == {"name": h("tuning"), "key": "mode", "optional": True}
@@ -78,7 +69,7 @@ async def test_with_all_set_vcluster_syncs_everything_and_nothing_is_annotated(c
     await create_app_objects(clusters)
     doc = rc_config()
     doc["sync"]["toHost"] = {"configMaps": {"all": True}, "secrets": {"all": True}}
-    async with running_syncer(clusters, doc), vcluster_syncers(clusters, all_configmaps=True, all_secrets=True):
+    async with running_syncer(clusters, doc):
         await clusters.virtual.create(PODS, app_pod(), "default")
         await host_pods(clusters, lambda o: hname("web") in o, "web synced")
     for res, name in ((CONFIGMAPS, "app-config"), (SECRETS, "db")):
@@ -88,7 +79,7 @@ async def test_with_all_set_vcluster_syncs_everything_and_nothing_is_annotated(c
 
 async def test_a_pod_waits_for_its_objects_and_says_so_after_10_seconds(clusters: Clusters) -> None:
     await clusters.virtual.create(SECRETS, {"metadata": {"name": "db"}, "stringData": {"password": "x"}}, "default")
-    async with running_syncer(clusters, rc_config()), vcluster_syncers(clusters):
+    async with running_syncer(clusters, rc_config()):
         started = asyncio.get_running_loop().time()
         await clusters.virtual.create(PODS, app_pod(), "default")
         (event,) = await warnings_for(clusters, "web", what="the waiting SyncWarning", timeout=15)
@@ -106,26 +97,73 @@ async def test_a_pvc_is_waited_for_and_an_ephemeral_volume_is_its_claim(clusters
     p = pod("db")
     p["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}]
-    async with running_syncer(clusters, rc_config()), vcluster_syncers(clusters):
+    async with running_syncer(clusters, rc_config()):
         await clusters.virtual.create(PODS, p, "default")
         # Kubernetes' ephemeral-volume controller creates the claim <pod>-<volume> in the virtual cluster
         await clusters.virtual.create(PVCS, {"metadata": {"name": "db-scratch"}, "spec": {
             "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}, "default")
         objs = await host_pods(clusters, lambda o: hname("db") in o, "db synced once its claim is on the host")
-    assert objs[hname("db")]["spec"]["volumes"] == [{"name": "scratch",
-                                                     "persistentVolumeClaim": {"claimName": h("db-scratch")}}]
+    assert objs[hname("db")]["spec"]["volumes"][0] == {"name": "scratch",
+                                                       "persistentVolumeClaim": {"claimName": h("db-scratch")}}
 
 
-async def test_a_declared_token_projection_is_refused_naming_the_field(clusters: Clusters) -> None:
-    p = pod("tok")
-    p["spec"]["volumes"] = [{"name": "vault-token", "projected": {"sources": [
-        {"serviceAccountToken": {"path": "token", "audience": "vault"}}]}}]
+def token_volume(hpod: Obj) -> Obj:
+    (vol,) = [v for v in hpod["spec"]["volumes"] if v["name"].startswith("kube-api-access-")]
+    return vol
+
+
+async def test_the_injected_token_is_a_virtual_cluster_token_in_an_annotation(clusters: Clusters) -> None:
+    await clusters.virtual.create(SERVICEACCOUNTS, {"metadata": {"name": "builder"}}, "default")
     async with running_syncer(clusters, rc_config()):
-        await clusters.virtual.create(PODS, p, "default")
-        (event,) = await warnings_for(clusters, "tok")
-    assert event["message"] == ('did not sync pod "tok" to host because spec.volumes[0].projected.sources[0].'
-                                "serviceAccountToken cannot be translated: service-account token projections are "
-                                "not translated yet")
+        vpod = await clusters.virtual.create(PODS, pod("web", serviceAccountName="builder"), "default")
+        objs = await host_pods(clusters, lambda o: hname("web") in o, "web synced")
+        hp = objs[hname("web")]
+        (name,) = [k for k in hp["metadata"]["annotations"] if k.startswith("vcluster.loft.sh/token-")]
+        token = hp["metadata"]["annotations"][name]
+        assert await whoami(clusters.virtual, token) == "system:serviceaccount:default:builder"
+        # deleting the virtual pod takes the host pod, and with it the token
+        await clusters.virtual.delete(PODS, "web", "default", grace_period_seconds=0)
+        await host_pods(clusters, lambda o: hname("web") not in o, "host pod gone")
+        await clusters.virtual.create(PODS, pod("web", serviceAccountName="builder"), "default")
+        again = await host_pods(clusters, lambda o: hname("web") in o and o[hname("web")]["metadata"][
+            "annotations"][translate.OBJECT_UID] != vpod["metadata"]["uid"], "the re-created pod synced")
+    new_tokens = [v for k, v in again[hname("web")]["metadata"]["annotations"].items()
+                  if k.startswith("vcluster.loft.sh/token-")]
+    assert new_tokens and new_tokens != [token]  # a new token, bound to the new pod
+    assert hp["spec"]["automountServiceAccountToken"] is False
+    sources = token_volume(hp)["projected"]["sources"]
+    assert sources[0] == {"downwardAPI": {"items": [{"path": "token", "mode": 0o644, "fieldRef": {
+        "apiVersion": "v1", "fieldPath": f"metadata.annotations['{name}']"}}]}}
+    assert sources[1]["configMap"]["name"] == h("kube-root-ca.crt")
+    assert "serviceAccountToken" not in str(hp["spec"])
+
+
+async def test_with_use_secrets_for_sa_tokens_the_token_is_in_a_secret_owned_by_the_host_pod(
+        clusters: Clusters) -> None:
+    doc = rc_config()
+    doc["sync"]["toHost"] = {"pods": {"useSecretsForSATokens": True}}
+    secret_name = h("web-sa-token")
+    async with running_syncer(clusters, doc):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        objs = await host_pods(clusters, lambda o: hname("web") in o, "web synced")
+        hp = objs[hname("web")]
+        secrets = await wait_for(clusters.host, SECRETS, lambda o: bool(
+            o.get(f"{HOST_NS}/{secret_name}", {}).get("metadata", {}).get("ownerReferences")),
+            namespace=HOST_NS, timeout=10, what="the token Secret owned by the host pod")
+        secret = secrets[f"{HOST_NS}/{secret_name}"]
+        vol = token_volume(hp)
+        assert vol["projected"]["sources"][0] == {"secret": {"name": secret_name, "items": [
+            {"key": vol["name"], "path": "token", "mode": 0o644}]}}
+        token = base64.b64decode(secret["data"][vol["name"]]).decode()
+        assert await whoami(clusters.virtual, token) == "system:serviceaccount:default:default"
+        assert secret["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": hname("web"),
+                                                          "uid": hp["metadata"]["uid"]}]
+        assert not any(k.startswith("vcluster.loft.sh/token-") for k in hp["metadata"]["annotations"])
+        await clusters.virtual.delete(PODS, "web", "default", grace_period_seconds=0)
+        await host_pods(clusters, lambda o: hname("web") not in o, "host pod gone")
+    with pytest.raises(ApiError) as err:  # nothing left behind
+        await clusters.host.get(SECRETS, secret_name, HOST_NS)
+    assert err.value.not_found
 
 
 async def service(c: Clusters, name: str, ns: str, ports: list[Obj], cluster: str = "host") -> Obj:

@@ -127,9 +127,11 @@ class FromHost(_Loose):
 
 
 class ToHostPods(_Loose):
-    """`sync.toHost.pods`: only `runtimeClassName` is read (forced on every host pod when set)."""
+    """`sync.toHost.pods`: `runtimeClassName` (forced on every host pod when set) and
+    `useSecretsForSATokens` (service-account tokens in a host Secret instead of a pod annotation)."""
 
     runtimeClassName: str = ""
+    useSecretsForSATokens: bool = False
 
     @field_validator("runtimeClassName", mode="before")
     @classmethod
@@ -259,6 +261,11 @@ class SyncerConfig:
         """The host service account tenant pods run as: `controlPlane.advanced.workloadServiceAccount.name`,
         by default `vc-workload-<vcluster name>` (the one vcluster's chart creates)."""
         return self.raw.controlPlane.advanced.workloadServiceAccount.name or f"vc-workload-{vcluster_name}"
+
+    @property
+    def use_secrets_for_tokens(self) -> bool:
+        """`sync.toHost.pods.useSecretsForSATokens`."""
+        return self.raw.sync.toHost.pods.useSecretsForSATokens
 
     @property
     def forced_runtime_class(self) -> str:

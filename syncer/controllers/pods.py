@@ -28,6 +28,8 @@ this vcluster's managed-by label and object annotations is never touched.
 from __future__ import annotations
 
 import logging
+import secrets
+import string
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +37,8 @@ from typing import Any
 
 from syncer.config.model import SyncerConfig
 from syncer.controllers import gate, translate
-from syncer.controllers.podtranslate.references import CONFIGMAP, Dependency, Untranslatable
+from syncer.controllers.podtranslate import tokens
+from syncer.controllers.podtranslate.references import CONFIGMAP, Dependency
 from syncer.kube.cache import Store, object_key, split_key
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.controller import ReconcileError
@@ -244,19 +247,61 @@ class PodReconciler:
         if not decision.allowed:
             await self._refuse(vpod, decision.runtime_class, decision.message)
             return None
-        name = vpod["metadata"]["name"]
-        try:
-            desired, deps = self._translate(vpod)
-        except Untranslatable as e:
-            await self._refuse(vpod, decision.runtime_class,
-                               f'did not sync pod "{name}" to host because {e.field} cannot be translated: {e.why}')
-            return None
+        desired, deps = self._translate(vpod)
         missing = await self._missing(vpod, deps)
         if missing:
             return await self._wait(vpod, missing)
         self._waiting.pop(object_key(vpod), None)
-        await self._create_host(vpod, desired, decision.runtime_class)
+        secret = await self._tokens(vpod, desired)
+        created = await self._create_host(vpod, desired, decision.runtime_class)
+        if secret is not None and created is not None:
+            await self._own_token_secret(secret, created)
         return None
+
+    # ------------------------------------------------------------------ service-account tokens (section 3.1)
+
+    async def _tokens(self, vpod: Obj, desired: Obj) -> str | None:
+        """Replace the token projections of `desired` by tokens requested from the virtual API server for the
+        pod's service account (podtranslate.tokens). In Secret mode the tokens are written to the host
+        Secret first; returns its name (to be owned by the host pod once it exists), else None."""
+        sources = tokens.token_sources(desired["spec"])
+        if not sources:
+            return None
+        meta = vpod["metadata"]
+        sa = (vpod.get("spec") or {}).get("serviceAccountName") or "default"
+        issued = []
+        for src in sources:
+            answer = await self.virtual.token_request(meta["namespace"], sa,
+                                                      tokens.token_request(src, meta["name"], meta.get("uid", "")))
+            token = (answer.get("status") or {}).get("token")
+            if not isinstance(token, str) or not token:
+                raise ReconcileError(f"the virtual API server returned no token for service account "
+                                     f"{meta['namespace']}/{sa}")
+            issued.append((src, token))
+        secret_name = (translate.host_pod_name(f"{meta['name']}-sa-token", meta["namespace"], self.vcluster_name)
+                       if self.config.use_secrets_for_tokens else None)
+        data = tokens.apply_tokens(desired["spec"], desired["metadata"]["annotations"], issued,
+                                   secret_name=secret_name, suffix=lambda: "".join(
+                                       secrets.choice(string.ascii_lowercase + string.digits) for _ in range(8)))
+        if secret_name is None:
+            return None
+        secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": data, "metadata": {
+            "name": secret_name, "namespace": self.host_namespace,
+            "labels": {translate.MANAGED_BY: self.vcluster_name},
+            "annotations": {translate.OBJECT_NAME: meta["name"], translate.OBJECT_NAMESPACE: meta["namespace"]}}}
+        try:
+            await self.host.create(SECRETS, secret, self.host_namespace)
+        except ApiError as e:
+            if not e.already_exists:
+                raise
+            await self.host.replace(SECRETS, secret, self.host_namespace)  # an earlier attempt's: new tokens
+        return secret_name
+
+    async def _own_token_secret(self, name: str, hpod: Obj) -> None:
+        """Make the host pod the owner of its token Secret, so that the Secret goes with the pod."""
+        meta = hpod["metadata"]
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+        await self.host.patch(SECRETS, name, {"metadata": {"ownerReferences": [owner]}}, self.host_namespace)
 
     # ------------------------------------------------------------------ dependencies (section 3.1)
 
@@ -333,10 +378,10 @@ class PodReconciler:
         await self.recorder.record(PODS, vpod, "Warning", "Orphaned", message, ACTION)
 
     async def _update(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision) -> None:
-        try:
-            desired = self._translate(vpod)[0]
-        except Untranslatable:
-            return  # the spec is immutable: it was created before a rule refused it; nothing to update
+        desired = self._translate(vpod)[0]
+        ann = desired["metadata"]["annotations"]  # the tokens the host pod was created with stay
+        ann.update({k: v for k, v in (hpod["metadata"].get("annotations") or {}).items()
+                    if k.startswith(tokens.TOKEN_ANNOTATION_PREFIX)})
         hname = hpod["metadata"]["name"]
         ops = translate.host_pod_update(desired, hpod)
         if ops:
@@ -418,10 +463,11 @@ class PodReconciler:
         log.info("%s", message)
         await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
 
-    async def _create_host(self, vpod: Obj, desired: Obj, rc_name: str) -> None:
+    async def _create_host(self, vpod: Obj, desired: Obj, rc_name: str) -> Obj | None:
+        """Create the host pod; returns it as created, or None when another pod holds its name."""
         hname = desired["metadata"]["name"]
         try:
-            await self._write(vpod, lambda: self.host.create(PODS, desired, self.host_namespace))
+            created = await self._write(vpod, lambda: self.host.create(PODS, desired, self.host_namespace))
         except ApiError as e:
             if not e.already_exists:
                 raise
@@ -433,14 +479,15 @@ class PodReconciler:
                    f'host namespace "{self.host_namespace}" and is not managed by vcluster "{self.vcluster_name}"')
             log.warning("%s", msg)
             await self.recorder.record(PODS, vpod, "Warning", "SyncError", msg, ACTION)
-            return
+            return None
         self.metrics.pods_synced.labels(rc_name).inc()
         log.info("created host pod %s/%s from virtual pod %s/%s", self.host_namespace, hname,
                  vpod["metadata"]["namespace"], vpod["metadata"]["name"])
+        return created
 
-    async def _write(self, vpod: Obj, call: Callable[[], Awaitable[Obj]]) -> None:
+    async def _write(self, vpod: Obj, call: Callable[[], Awaitable[Obj]]) -> Obj:
         try:
-            await call()
+            return await call()
         except ApiError as e:
             if e.status in (400, 403, 422):
                 msg = f'host rejected pod "{vpod["metadata"]["name"]}": {e.message}'

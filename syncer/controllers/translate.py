@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncer.controllers.podtranslate import downward, environment
-from syncer.controllers.podtranslate.references import Dependency, is_injected_token_volume, translate_references
+from syncer.controllers.podtranslate.references import Dependency, translate_references
 
 Obj = dict[str, Any]
 
@@ -131,9 +131,10 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
       object-namespace, object-uid and object-kind;
     - references to ConfigMaps, Secrets and PVCs rewritten to their host names
       (podtranslate.references; returned as the dependencies, in spec order);
-    - spec: the virtual spec without what refers to virtual-only objects or is set by host admission:
-      the injected service-account token volume and its mounts, serviceAccountName,
-      priority/priorityClassName, overhead; `automountServiceAccountToken: false`; hostname defaults
+    - spec: the virtual spec without what is set by host admission or names virtual-only objects:
+      serviceAccountName, priority/priorityClassName, overhead (service-account token projections are
+      left for the reconciler to replace with tokens, podtranslate.tokens);
+      `automountServiceAccountToken: false`; hostname defaults
       to the virtual pod name made a DNS-1123 label (host_pod_hostname); `runtimeClassName` forced when
       `forced_runtime_class` is set;
     - with `cluster`: the workload service account, the virtual cluster's DNS, the `KUBERNETES_*` and
@@ -150,17 +151,6 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     if (vpod.get("spec") or {}).get("runtimeClassName"):
         annotations[VIRTUAL_RUNTIME_CLASS] = vpod["spec"]["runtimeClassName"]
     spec = copy.deepcopy(vpod.get("spec") or {})
-    dropped = {v["name"] for v in spec.get("volumes") or [] if isinstance(v, dict) and is_injected_token_volume(v)}
-    if dropped:
-        spec["volumes"] = [v for v in spec["volumes"] if v.get("name") not in dropped]
-        if not spec["volumes"]:
-            del spec["volumes"]
-        for field in ("initContainers", "containers", "ephemeralContainers"):
-            for c in spec.get(field) or []:
-                if isinstance(c, dict) and c.get("volumeMounts"):
-                    c["volumeMounts"] = [m for m in c["volumeMounts"] if m.get("name") not in dropped]
-                    if not c["volumeMounts"]:
-                        del c["volumeMounts"]
     for k in ("serviceAccountName", "serviceAccount", "priority", "priorityClassName", "overhead"):
         spec.pop(k, None)
     spec["automountServiceAccountToken"] = False

@@ -11,14 +11,18 @@ Only what the syncer's behaviour depends on, modelled on kube-apiserver:
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from typing import Any
 
 from syncer.embedded import validation
 from syncer.embedded.status import StatusError, forbidden, invalid
+from syncer.embedded.tokens import kube_api_access_volume
 from syncer.kube.resources import PODS, RUNTIMECLASSES, APIResource
 
 Obj = dict[str, Any]
+SA_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+_RANDOM = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def default_pod(pod: Obj) -> None:
@@ -108,11 +112,29 @@ def check_namespace_exists(namespace: str, exists: bool) -> None:
 
 def admit_service_account(pod: Obj, get_service_account: Callable[[str], Obj | None]) -> None:
     """ServiceAccount admission (plugin/pkg/admission/serviceaccount) on pod create: a pod that names no
-    service account runs as `default`; a service account that does not exist is refused (403)."""
+    service account runs as `default`; a service account that does not exist is refused (403); unless the
+    pod or the service account sets `automountServiceAccountToken: false`, the projected
+    `kube-api-access-<random>` volume is added and mounted at /var/run/secrets/kubernetes.io/serviceaccount."""
     spec = pod.setdefault("spec", {})
     name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
     spec["serviceAccountName"] = spec["serviceAccount"] = name
-    if get_service_account(name) is None:
+    sa = get_service_account(name)
+    if sa is None:
         ns = pod["metadata"].get("namespace", "")
         raise forbidden(PODS, pod["metadata"]["name"], f'error looking up service account {ns}/{name}: '
                                                        f'serviceaccount "{name}" not found')
+    automount = spec.get("automountServiceAccountToken")
+    if automount is None:
+        automount = sa.get("automountServiceAccountToken")
+    volumes = spec.get("volumes") or []
+    if automount is False or any(isinstance(v, dict) and str(v.get("name", "")).startswith("kube-api-access-")
+                                 for v in volumes):
+        return
+    # the plugin's token volume, mounted read-only at the well-known path in every container
+    vol = kube_api_access_volume("kube-api-access-" + "".join(secrets.choice(_RANDOM) for _ in range(5)))
+    spec["volumes"] = [*volumes, vol]
+    for field in ("initContainers", "containers"):
+        for c in spec.get(field) or []:
+            mounts = (c.get("volumeMounts") or []) if isinstance(c, dict) else []
+            if isinstance(c, dict) and not any(m.get("mountPath") == SA_MOUNT_PATH for m in mounts):
+                c["volumeMounts"] = [*mounts, {"name": vol["name"], "readOnly": True, "mountPath": SA_MOUNT_PATH}]

@@ -15,6 +15,7 @@ Usage:
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import copy
 import ipaddress
@@ -32,7 +33,7 @@ from aiohttp import web
 
 from syncer.config.selector import SelectorError
 from syncer.config.selector import parse as parse_label_selector
-from syncer.embedded import admission, fielderrors, openapi, validation
+from syncer.embedded import admission, fielderrors, openapi, tokens, validation
 from syncer.embedded.faults import FaultInjector
 from syncer.embedded.status import StatusError, already_exists, conflict, invalid, not_found
 from syncer.embedded.storage import Change, Expired, Obj, Storage, Watcher
@@ -44,6 +45,8 @@ from syncer.kube.resources import (
     NAMESPACES,
     PODS,
     RUNTIMECLASSES,
+    SECRETS,
+    SELFSUBJECTREVIEWS,
     SERVICEACCOUNTS,
     SERVICES,
     APIResource,
@@ -51,6 +54,7 @@ from syncer.kube.resources import (
 
 log = logging.getLogger(__name__)
 
+_USER = web.RequestKey("user", str)  # the authenticated user of a request
 _INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -133,6 +137,7 @@ class EmbeddedAPIServer:
         self.port = port
         self.token = token
         self.storage = Storage(history_size)
+        self.tokens = tokens.TokenIssuer(f"https://{name}.embedded")
         self.faults = FaultInjector()
         self.requests: list[tuple[str, str, str]] = []  # (method, path, user agent) of every request, for tests
         self._runner: web.AppRunner | None = None
@@ -260,14 +265,34 @@ class EmbeddedAPIServer:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         self.requests.append((request.method, request.path, request.headers.get("User-Agent", "")))
         try:
-            if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
-                raise StatusError(401, "Unauthorized", "Unauthorized")
+            request[_USER] = self._authenticate(request.headers.get("Authorization", ""))
             return await self._route(request)
         except StatusError as e:
             return web.json_response(e.status(), status=e.code, headers=e.details.get("headers") or None)
         except Exception as e:  # a bug in the test server must show up as a 500, not a hung client
             log.exception("embedded API server %s: %s %s failed", self.name, request.method, request.path)
             return web.json_response(StatusError(500, f"internal error: {e}").status(), status=500)
+
+    def _authenticate(self, authorization: str) -> str:
+        """The user of a request: a service account for a bearer token this server issued (401 if it does not
+        verify or has expired), else the static `token` (required when set) or anonymous admin access."""
+        bearer = authorization.removeprefix("Bearer ") if authorization.startswith("Bearer ") else ""
+        if bearer.count(".") == 2:
+            claims = self.tokens.verify(bearer)
+            if claims is None:
+                raise StatusError(401, "Unauthorized", "Unauthorized")
+            return str(claims["sub"])
+        if self.token and bearer != self.token:
+            raise StatusError(401, "Unauthorized", "Unauthorized")
+        return "kubernetes-admin"
+
+    async def _token_request(self, request: web.Request, ns: str, name: str) -> web.Response:
+        """`serviceaccounts/token` (TokenRequest), see tokens.py."""
+        body = await self._body(request)
+        sa = self._get(SERVICEACCOUNTS, ns, name)
+        req = body if isinstance(body, dict) else {}
+        pod = tokens.bound_pod(req, lambda n: self.storage.get(PODS, ns, n), ns)
+        return web.json_response(self.tokens.issue(ns, sa, req, pod), status=201)
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
@@ -331,6 +356,8 @@ class EmbeddedAPIServer:
                 return web.json_response(self._get(res, ns, name))
             if m == "POST" and sub == "binding":
                 return await self._bind(request, ns, name)
+            if m == "POST" and sub == "token":
+                return await self._token_request(request, ns, name)
             if m == "PUT":
                 return await self._replace(request, res, ns, name, sub)
             if m == "PATCH":
@@ -371,8 +398,8 @@ class EmbeddedAPIServer:
                 entry["categories"] = list(r.categories)
             resources.append(entry)
             resources.extend({"name": f"{r.plural}/{s}", "singularName": "", "namespaced": r.namespaced,
-                              "kind": "Binding" if s == "binding" else r.kind,
-                              "verbs": ["create"] if s == "binding" else ["get", "patch", "update"]}
+                              "kind": {"binding": "Binding", "token": "TokenRequest"}.get(s, r.kind),
+                              "verbs": ["create"] if s in ("binding", "token") else ["get", "patch", "update"]}
                              for s in r.subresources)
         if not resources:
             raise StatusError(404, "the server could not find the requested resource")
@@ -490,6 +517,15 @@ class EmbeddedAPIServer:
             raise StatusError(400, f"the request body could not be decoded: {e}") from None
 
     @staticmethod
+    def _secret_string_data(res: APIResource, obj: Obj) -> None:
+        """A Secret's write-only `stringData` is merged into `data` (base64), as the API server's
+        conversion does; it is never stored or returned."""
+        if res == SECRETS and isinstance(obj.get("stringData"), dict):
+            data = dict(obj.get("data") or {})
+            data.update({k: base64.b64encode(str(v).encode()).decode() for k, v in obj.pop("stringData").items()})
+            obj["data"] = data
+
+    @staticmethod
     def _decodable(res: APIResource, obj: Obj) -> Obj:
         """Refuse a body that a typed decode refuses (labels/annotations not string maps) as the
         create and update handlers do: 400 `<Kind> in version "v1" cannot be handled as a <Kind>: ...`."""
@@ -497,6 +533,7 @@ class EmbeddedAPIServer:
         if problem:
             raise StatusError(400, f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
                                    f"{problem}")
+        EmbeddedAPIServer._secret_string_data(res, obj)
         return obj
 
     def _check_type(self, res: APIResource, body: Any) -> Obj:
@@ -511,6 +548,14 @@ class EmbeddedAPIServer:
         return body
 
     async def _create(self, request: web.Request, res: APIResource, ns: str) -> web.Response:
+        if res == SELFSUBJECTREVIEWS:  # who am I: the authenticated user, nothing stored
+            user = request[_USER]
+            return web.json_response({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
+                                      "metadata": {"creationTimestamp": now_rfc3339()},
+                                      "status": {"userInfo": {"username": user, "groups": (
+                                          ["system:serviceaccounts", "system:authenticated"]
+                                          if user.startswith("system:serviceaccount:")
+                                          else ["system:masters", "system:authenticated"])}}}, status=201)
         obj = self._decodable(res, self._check_type(res, await self._body(request)))
         return web.json_response(self._create_obj(res, ns, obj, dry_run=bool(request.query.get("dryRun"))),
                                  status=201)
@@ -720,7 +765,21 @@ class EmbeddedAPIServer:
                     for (ons, _), o in list(self.storage.objects(r).items()):
                         if ons == ns:
                             self.storage.remove(r, o)
-        return self.storage.remove(res, old)
+        gone = self.storage.remove(res, old)
+        self._collect_garbage(old)
+        return gone
+
+    def _collect_garbage(self, owner: Obj) -> None:
+        """The garbage collector's background deletion: objects in the owner's namespace whose
+        ownerReferences name its uid go with it (dependents of dependents too)."""
+        uid, ns = owner["metadata"].get("uid"), owner["metadata"].get("namespace", "")
+        for r in ALL_RESOURCES:
+            if not r.namespaced:
+                continue
+            for (ons, _), o in list(self.storage.objects(r).items()):
+                refs = o["metadata"].get("ownerReferences") or []
+                if ons == ns and any(isinstance(x, dict) and x.get("uid") == uid for x in refs):
+                    self._delete_obj(r, o)
 
     def _delete_collection(self, request: web.Request, res: APIResource, namespace: str | None) -> web.Response:
         matches = self._selectors(request)

@@ -25,7 +25,7 @@ from typing import Any
 from syncer.config.model import SyncerConfig, parse_config
 from syncer.controllers import gate, translate
 from syncer.embedded.apiserver import EmbeddedAPIServer
-from syncer.embedded.vcluster_standin import create_vcluster_host_objects
+from syncer.embedded.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
 from syncer.manager import Options, Syncer
@@ -156,6 +156,10 @@ class Scenario:
         self.virtual_kc = self.virtual_server.write_kubeconfig(self.workdir / "virtual.kubeconfig")
         self.host = await self._client(self.host_kc, "host", DRIVER_AGENT)
         self.virtual = await self._client(self.virtual_kc, "virtual", DRIVER_AGENT)
+        # vcluster's own ConfigMap/Secret/PVC syncers around the sidecar (the host copies of what pods reference)
+        self.standin = VClusterResourceSyncers(self.virtual, self.host, HOST_NS, VCLUSTER)
+        self._standin_stop = asyncio.Event()
+        self._standin_task = asyncio.create_task(self.standin.run(self._standin_stop))
         await self._seed_host()
         await self._start_syncer()
         return self
@@ -170,6 +174,8 @@ class Scenario:
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stop_syncer()
+        self._standin_stop.set()
+        await self._standin_task
         for c in self._clients:
             await c.close()
         await self.host_server.stop()
@@ -266,6 +272,7 @@ class Scenario:
                 self.pods_alive.clear()
             else:
                 await self._seed_host()
+                self.standin.resync()  # the host copies went with the host's state
         elif s.op == "latency":
             self._server(s.a).faults.delay(0.3, times=3)
             self.report.faults["latency"] += 1

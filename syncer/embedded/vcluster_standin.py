@@ -26,6 +26,7 @@ from syncer.kube.resources import CONFIGMAPS, PVCS, SECRETS, SERVICEACCOUNTS, SE
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+RETRY_SECONDS = 0.5
 
 
 
@@ -45,6 +46,7 @@ class VClusterResourceSyncers:
         self.virtual, self.host = virtual, host
         self.host_namespace, self.vcluster_name = host_namespace, vcluster_name
         self.all = {CONFIGMAPS.plural: all_configmaps, SECRETS.plural: all_secrets, PVCS.plural: True}
+        self.kinds = kinds
         self._queue: asyncio.Queue[tuple[APIResource, str]] = asyncio.Queue()
         self.stores: dict[str, Store] = {}
         self.informers: list[Informer] = []
@@ -78,13 +80,21 @@ class VClusterResourceSyncers:
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
 
+    def resync(self) -> None:
+        """Sync every known virtual object again (after the host lost its state)."""
+        for res in self.kinds:
+            for key in self.stores[res.plural].list_keys():
+                self._queue.put_nowait((res, key))
+
     async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             res, key = await self._queue.get()
             try:
                 await self._sync(res, key)
-            except ApiError as e:
-                log.warning("vcluster stand-in: %s", e)
+            except ApiError as e:  # retried: a lost copy would leave pods waiting for ever
+                log.info("vcluster stand-in: %s; retrying", e)
+                loop.call_later(RETRY_SECONDS, self._queue.put_nowait, (res, key))
 
     async def _sync(self, res: APIResource, key: str) -> None:
         ns, name = split_key(key)

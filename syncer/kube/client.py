@@ -23,7 +23,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from syncer import __version__
-from syncer.kube.resources import PODS, APIResource
+from syncer.kube.resources import PODS, SERVICEACCOUNTS, APIResource
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +261,13 @@ class KubeClient:
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         return await self._json("create", PODS, "POST", PODS.path(namespace, name, "binding"), body=body,
                                 subresource="binding")
+
+    async def token_request(self, namespace: str, service_account: str, request: Obj) -> Obj:
+        """Request a token for a service account (POST `serviceaccounts/{name}/token`, a TokenRequest).
+        Returns the TokenRequest with `status.token`. Raises ApiError."""
+        return await self._json("create", SERVICEACCOUNTS, "POST",
+                                SERVICEACCOUNTS.path(namespace, service_account, "token"), body=request,
+                                subresource="token")
 
     async def watch(self, res: APIResource, resource_version: str, namespace: str | None = None, *,
                     label_selector: str | None = None, field_selector: str | None = None,

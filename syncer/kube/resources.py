@@ -67,7 +67,10 @@ SECRETS = APIResource("", "v1", "secrets", "Secret", True, "secret")
 SERVICES = APIResource("", "v1", "services", "Service", True, "service", ("svc",), ("status",), ("all",))
 PVCS = APIResource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, "persistentvolumeclaim",
                    ("pvc",), ("status",))
-SERVICEACCOUNTS = APIResource("", "v1", "serviceaccounts", "ServiceAccount", True, "serviceaccount", ("sa",))
+SERVICEACCOUNTS = APIResource("", "v1", "serviceaccounts", "ServiceAccount", True, "serviceaccount", ("sa",),
+                              ("token",))
+SELFSUBJECTREVIEWS = APIResource("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False,
+                                 "selfsubjectreview", verbs=("create",))
 
 ALL_RESOURCES: tuple[APIResource, ...] = (NAMESPACES, PODS, EVENTS, RUNTIMECLASSES, LEASES, CONFIGMAPS, SECRETS,
-                                          SERVICES, PVCS, SERVICEACCOUNTS)
+                                          SERVICES, PVCS, SERVICEACCOUNTS, SELFSUBJECTREVIEWS)

@@ -10,9 +10,8 @@ volume becomes the claim `<pod>-<volume>` that Kubernetes' ephemeral-volume cont
 virtual cluster (`ephemeral.VolumeClaimName`), as vcluster does.
 
 Each rewritten reference is also returned as a `Dependency`: the host object the host pod needs, unless
-the reference is `optional: true`. What vcluster cannot translate either is refused: a
-`serviceAccountToken` projection the user declared (the injected `kube-api-access-*` volume is left out
-of the host pod by translate.py).
+the reference is `optional: true` (the `kube-root-ca.crt` source of the injected `kube-api-access-*` volume
+is a ConfigMap reference like any other). `serviceAccountToken` sources are tokens.py's.
 """
 
 from __future__ import annotations
@@ -36,11 +35,6 @@ class Dependency:
     field: str
 
 
-def is_injected_token_volume(vol: Obj) -> bool:
-    """The projected `kube-api-access-*` volume a virtual API server injects into every pod."""
-    return str(vol.get("name", "")).startswith("kube-api-access-") and "projected" in vol
-
-
 # volume source -> (kind, the key holding the name, the key holding `optional` or "")
 _VOLUME_REFS = {"configMap": (CONFIGMAP, "name", "optional"), "secret": (SECRET, "secretName", "optional"),
                 "persistentVolumeClaim": (PVC, "claimName", "")}
@@ -51,15 +45,6 @@ _PLUGIN_SECRET_REFS = {"iscsi": "secretRef", "rbd": "secretRef", "flexVolume": "
 _PROJECTED_REFS = {"configMap": CONFIGMAP, "secret": SECRET}
 _ENV_FROM_REFS = {"configMapRef": CONFIGMAP, "secretRef": SECRET}
 _ENV_KEY_REFS = {"configMapKeyRef": CONFIGMAP, "secretKeyRef": SECRET}
-
-
-class Untranslatable(ValueError):
-    """A field the host pod cannot carry; `field` names it (`spec.volumes[0].projected.sources[1]...`)."""
-
-    def __init__(self, field: str, why: str) -> None:
-        super().__init__(f"{field}: {why}")
-        self.field = field
-        self.why = why
 
 
 class _Rewriter:
@@ -84,9 +69,6 @@ def translate_references(spec: Obj, pod_name: str, host_name: Any) -> list[Depen
         spec: the pod spec to rewrite (mutated).
         pod_name: the virtual pod's name (ephemeral volumes' claim names).
         host_name: maps a virtual object name in the pod's namespace to its host name.
-    Raises:
-        Untranslatable: a field that cannot be carried to the host (a declared serviceAccountToken
-            projection).
     """
     r = _Rewriter(host_name)
     for i, vol in enumerate(spec.get("volumes") or []):
@@ -109,14 +91,11 @@ def translate_references(spec: Obj, pod_name: str, host_name: Any) -> list[Depen
         if isinstance(vol.get("azureFile"), dict):
             r.ref(vol["azureFile"], "secretName", SECRET, f"{at}.azureFile")
         projected = vol.get("projected")
-        if isinstance(projected, dict) and not is_injected_token_volume(vol):
+        if isinstance(projected, dict):
             for j, src in enumerate(projected.get("sources") or []):
                 if not isinstance(src, dict):
                     continue
                 where = f"{at}.projected.sources[{j}]"
-                if src.get("serviceAccountToken") is not None:
-                    raise Untranslatable(f"{where}.serviceAccountToken", "service-account token projections are not "
-                                                                         "translated yet")
                 for source, kind in _PROJECTED_REFS.items():
                     s = src.get(source)
                     if isinstance(s, dict):
