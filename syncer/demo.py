@@ -108,11 +108,10 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
 
 
 def _references(pod: Obj) -> list[tuple[str, str]]:
-    """(kind, name) of the ConfigMaps and Secrets a pod's volumes and envFrom name."""
-    spec = pod.get("spec") or {}
-    refs = [("configmap", v["configMap"]["name"]) for v in spec.get("volumes") or [] if "configMap" in v]
-    refs += [("secret", v["secret"]["secretName"]) for v in spec.get("volumes") or [] if "secret" in v]
-    return refs
+    """(kind, name) of the ConfigMaps, Secrets and PVCs a pod references, each once, as the syncer reads them."""
+    pod = {**pod, "metadata": {**pod["metadata"], "namespace": "default"}}
+    deps = translate.host_pod_and_dependencies(pod, vcluster_name=VCLUSTER, host_namespace=HOST_NAMESPACE)[1]
+    return list(dict.fromkeys((d.kind, d.name) for d in deps))
 
 
 async def _create_late_objects(host: KubeClient, virtual: KubeClient, objects: list[Obj],
@@ -203,7 +202,7 @@ async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: Embe
             if name in waited:
                 w(f"           waited (not on the host) until {waited[name]} was created and synced by vcluster\n")
     if allowed:
-        name = allowed[0]
+        name = next((n for n in allowed if n in waited), allowed[-1])  # the workload pod, when there is one
         hp = host_pods[f"{HOST_NAMESPACE}/{translate.host_pod_name(name, 'default', VCLUSTER)}"]
         w("\nService-account token (projected into the host pod from an annotation, requested from the virtual "
           "cluster)\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import re
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from syncer.controllers import translate
 from syncer.embedded.tokens import whoami
+from syncer.embedded.validation import validate_pod
 from syncer.embedded.vcluster_standin import create_vcluster_host_objects
 from syncer.kube.client import ApiError
 from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, SECRETS, SERVICEACCOUNTS, SERVICES
@@ -233,3 +235,54 @@ async def test_without_the_dns_service_a_pod_waits_for_it(clusters: Clusters) ->
                                     f'{VCLUSTER}"')
         await create_vcluster_host_objects(clusters.host, HOST_NS, VCLUSTER)
         await host_pods(clusters, lambda o: hname("web") in o, "web synced once the DNS service exists")
+
+
+COREDNS = {  # vcluster's own CoreDNS pod, as its Deployment creates it in the virtual cluster
+    "metadata": {"name": "coredns-5b6bc8d9f8-q7x2m",
+                 "labels": {"k8s-app": "kube-dns", "pod-template-hash": "5b6bc8d9f8"},
+                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "coredns-5b6bc8d9f8",
+                                      "uid": "4f8e2c1a-0000-4000-8000-000000000001", "controller": True}]},
+    "spec": {
+        "serviceAccountName": "coredns", "priorityClassName": "system-cluster-critical", "dnsPolicy": "Default",
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+        "volumes": [{"name": "config-volume", "configMap": {"name": "coredns", "items": [
+            {"key": "Corefile", "path": "Corefile"}, {"key": "NodeHosts", "path": "NodeHosts"}]}}],
+        "containers": [{
+            "name": "coredns", "image": "coredns/coredns:1.11.3", "imagePullPolicy": "IfNotPresent",
+            "args": ["-conf", "/etc/coredns/Corefile"],
+            "resources": {"limits": {"cpu": "1000m", "memory": "170Mi"}, "requests": {"cpu": "20m", "memory": "64Mi"}},
+            "volumeMounts": [{"name": "config-volume", "mountPath": "/etc/coredns", "readOnly": True}],
+            "ports": [{"containerPort": 1053, "name": "dns", "protocol": "UDP"},
+                      {"containerPort": 1053, "name": "dns-tcp", "protocol": "TCP"},
+                      {"containerPort": 9153, "name": "metrics", "protocol": "TCP"}],
+            "securityContext": {"runAsUser": 1001, "runAsNonRoot": True, "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}},
+            "livenessProbe": {"httpGet": {"path": "/health", "port": 8080}, "initialDelaySeconds": 60},
+            "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181}}}]}}
+
+
+async def test_vclusters_own_coredns_pod_syncs_valid(clusters: Clusters) -> None:
+    await clusters.virtual.create(SERVICEACCOUNTS, {"metadata": {"name": "coredns"}}, "kube-system")
+    await clusters.virtual.create(CONFIGMAPS, {"metadata": {"name": "coredns"}, "data": {
+        "Corefile": ".:1053 {\n  forward . /etc/resolv.conf\n}\n", "NodeHosts": ""}}, "kube-system")
+    await clusters.virtual.create(SERVICES, {"metadata": {"name": "kube-dns", "labels": {"k8s-app": "kube-dns"}},
+                                             "spec": {"selector": {"k8s-app": "kube-dns"}, "ports": [
+                                                 {"name": "dns", "port": 53, "protocol": "UDP"},
+                                                 {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}},
+                                  "kube-system")
+    name = COREDNS["metadata"]["name"]
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, copy.deepcopy(COREDNS), "kube-system")
+        objs = await host_pods(clusters, lambda o: hname(name, "kube-system") in o, "CoreDNS synced")
+    hp = objs[hname(name, "kube-system")]
+    assert validate_pod(hp) == []  # what the host stored passes kube-apiserver's validation again
+    spec = hp["spec"]
+    assert spec["volumes"][0]["configMap"]["name"] == f"coredns-x-kube-system-x-{VCLUSTER}"
+    assert spec["dnsPolicy"] == "Default" and "dnsConfig" not in spec  # CoreDNS resolves upstream, as in vcluster
+    env = {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
+    kube_dns = await clusters.virtual.get(SERVICES, "kube-dns", "kube-system")
+    assert env["KUBE_DNS_SERVICE_HOST"] == kube_dns["spec"]["clusterIP"]  # its namespace's service links
+    assert any(v["name"].startswith("kube-api-access-") for v in spec["volumes"])  # with its own token
+    ann = hp["metadata"]["annotations"]
+    assert [k for k in ann if k.startswith("vcluster.loft.sh/token-")]
