@@ -5,8 +5,14 @@ host RuntimeClasses ──informer──▶ cache ─┬─▶ runtimeclass queu
 virtual RuntimeClasses ─informer─▶ cache ┘        (name)
 host RuntimeClasses (gate changes) ──▶ pods that name the class ─┐
 virtual Pods ──informer──▶ cache ────────────────────────────────┼─▶ pod queue ─▶ PodReconciler ─▶ host Pods,
-host Pods (ours) ──informer──▶ cache ────────────────────────────┘    (ns/name)                    virtual Events
+host Pods (ours) ──informer──▶ cache ────────────────────────────┤    (ns/name)                    virtual Events,
+host ConfigMaps/Secrets/PVCs/Services (metadata) ─▶ pods waiting ─┤                                  tokens
+virtual ConfigMaps/Secrets (metadata) ──▶ pods waiting ───────────┘
+virtual Services ──informer──▶ cache (read when a pod is translated: service links)
 ```
+
+The pod controller's watches are declarations (kube/watches.py: an informer, the queue, and the map from
+a changed object to pod keys), as controller-runtime's builder declares For/Watches.
 
 Start order: informers start and list; controllers start only once every cache is synced (so no
 reconcile acts on a half-filled cache); readiness is reported once each key queued at start-up has
@@ -37,6 +43,7 @@ from syncer.kube.events import EventRecorder
 from syncer.kube.informer import Handlers, Informer
 from syncer.kube.leader import LeaderElector
 from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, RUNTIMECLASSES, SECRETS, SERVICES
+from syncer.kube.watches import enqueue
 from syncer.kube.workqueue import WorkQueue
 from syncer.metrics import Metrics
 from syncer.patches.apply import Patcher
@@ -111,6 +118,15 @@ def _service_transform(obj: Obj) -> Obj:
 def _namespace_index(obj: Obj) -> list[str]:
     ns = (obj.get("metadata") or {}).get("namespace")
     return [ns] if isinstance(ns, str) else []
+
+
+def _own_key(obj: Obj) -> list[str]:
+    return [object_key(obj)]
+
+
+def _virtual_key_of_host_pod(hpod: Obj) -> list[str]:
+    key = translate.virtual_key_of_host_pod(hpod)
+    return [key] if key is not None else []
 
 
 def _rc_index(pod: Obj) -> list[str]:
@@ -197,30 +213,25 @@ class Syncer:
                                                     rc_events)
 
         wt = options.watch_timeout
+        pq = self.pod_queue
+        # What the pod controller watches and which pod keys a change wakes (controller-runtime's For/Watches)
         self.informers: list[Informer] = [
-            Informer(virtual, PODS, self.virtual_pods, watch_timeout=wt),
-            Informer(host, PODS, self.host_pods, namespace=options.host_namespace,
-                     label_selector=f"{translate.MANAGED_BY}={options.vcluster_name}", watch_timeout=wt),
+            enqueue(Informer(virtual, PODS, self.virtual_pods, watch_timeout=wt), pq, _own_key, changed=_pod_changed,
+                    relist=self._enqueue_all_pods),
+            enqueue(Informer(host, PODS, self.host_pods, namespace=options.host_namespace, watch_timeout=wt,
+                             label_selector=f"{translate.MANAGED_BY}={options.vcluster_name}"), pq,
+                    _virtual_key_of_host_pod, relist=self._enqueue_all_pods),
+            # host objects pods reference (and the Services they need): pods waiting for them
+            *(enqueue(Informer(host, res, self.host_objects[kind], namespace=options.host_namespace, watch_timeout=wt,
+                               metadata_only=kind != SERVICE), pq,
+                      functools.partial(self._pods_waiting_for_host_object, kind), on_delete=False)
+              for kind, res in DEPENDENCY_RESOURCES.items()),
+            # virtual ConfigMaps/Secrets pods reference: pods waiting for them may now mark them for vcluster
+            *(enqueue(Informer(virtual, res, self.virtual_objects[kind], watch_timeout=wt, metadata_only=True), pq,
+                      functools.partial(self._pods_waiting_for_virtual_object, kind), on_delete=False)
+              for kind, res in FORCE_SYNC_RESOURCES.items()),
+            Informer(virtual, SERVICES, self.virtual_services, watch_timeout=wt),  # read at translation only
         ]
-        self.informers[0].add_handlers(Handlers(
-            on_add=self._enqueue_pod, on_update=lambda o, n: self._enqueue_pod(n) if _pod_changed(o, n) else None,
-            on_delete=self._enqueue_pod, on_relist=self._enqueue_all_pods))
-        self.informers[1].add_handlers(Handlers(
-            on_add=self._enqueue_for_host_pod, on_update=lambda o, n: self._enqueue_for_host_pod(n),
-            on_delete=self._enqueue_for_host_pod, on_relist=self._enqueue_all_pods))
-        for kind, res in DEPENDENCY_RESOURCES.items():
-            inf = Informer(host, res, self.host_objects[kind], namespace=options.host_namespace, watch_timeout=wt,
-                           metadata_only=kind != SERVICE)
-            inf.add_handlers(Handlers(on_add=functools.partial(self._enqueue_waiting, kind),
-                                      on_update=functools.partial(self._waiting_updated, kind),
-                                      on_relist=functools.partial(self._enqueue_all_waiting, kind)))
-            self.informers.append(inf)
-        self.informers.append(Informer(virtual, SERVICES, self.virtual_services, watch_timeout=wt))
-        for kind, res in FORCE_SYNC_RESOURCES.items():
-            inf = Informer(virtual, res, self.virtual_objects[kind], watch_timeout=wt, metadata_only=True)
-            inf.add_handlers(Handlers(on_add=functools.partial(self._enqueue_waiting_virtual, kind),
-                                      on_update=functools.partial(self._waiting_virtual_updated, kind)))
-            self.informers.append(inf)
         self.controllers: list[Controller] = [
             Controller("pod", self.pod_queue, self.pod_reconciler.reconcile, m, workers=options.pod_workers)]
         if config.enabled:
@@ -243,39 +254,15 @@ class Syncer:
 
     # ------------------------------------------------------------------ event handlers (map to keys)
 
-    def _enqueue_waiting(self, kind: str, obj: Obj) -> None:
-        """A host ConfigMap/Secret/PVC appeared or changed: re-examine the pods waiting for it."""
-        for key in self.pod_reconciler.pods_waiting_for(kind, (obj.get("metadata") or {}).get("name", "")):
-            self.pod_queue.add(key)
+    def _pods_waiting_for_host_object(self, kind: str, obj: Obj) -> list[str]:
+        """A host ConfigMap/Secret/PVC/Service appeared or changed: the pods waiting for it."""
+        return self.pod_reconciler.pods_waiting_for(kind, (obj.get("metadata") or {}).get("name", ""))
 
-    def _enqueue_waiting_virtual(self, kind: str, obj: Obj) -> None:
-        """A virtual ConfigMap/Secret appeared or changed: pods waiting for its host copy may now mark it."""
+    def _pods_waiting_for_virtual_object(self, kind: str, obj: Obj) -> list[str]:
+        """A virtual ConfigMap/Secret appeared or changed: the pods waiting for its host copy."""
         meta = obj.get("metadata") or {}
-        host_name = translate.host_pod_name(meta.get("name", ""), meta.get("namespace", ""),
-                                            self.options.vcluster_name)
-        for key in self.pod_reconciler.pods_waiting_for(kind, host_name):
-            self.pod_queue.add(key)
-
-    def _waiting_virtual_updated(self, kind: str, _old: Obj, new: Obj) -> None:
-        self._enqueue_waiting_virtual(kind, new)
-
-    def _waiting_updated(self, kind: str, _old: Obj, new: Obj) -> None:
-        self._enqueue_waiting(kind, new)
-
-    def _enqueue_all_waiting(self, kind: str) -> None:
-        store = self.host_objects[kind]
-        for key in store.list_keys():
-            obj = store.get(key)
-            if obj is not None:
-                self._enqueue_waiting(kind, obj)
-
-    def _enqueue_pod(self, pod: Obj) -> None:
-        self.pod_queue.add(object_key(pod))
-
-    def _enqueue_for_host_pod(self, hpod: Obj) -> None:
-        key = translate.virtual_key_of_host_pod(hpod)
-        if key is not None:
-            self.pod_queue.add(key)
+        return self.pod_reconciler.pods_waiting_for(kind, translate.host_pod_name(
+            meta.get("name", ""), meta.get("namespace", ""), self.options.vcluster_name))
 
     def _enqueue_rc(self, rc: Obj) -> None:
         self.rc_queue.add(object_key(rc))
@@ -288,7 +275,8 @@ class Syncer:
         for key in self.virtual_pods.list_keys():
             self.pod_queue.add(key)
         for hpod in self.host_pods.values():
-            self._enqueue_for_host_pod(hpod)
+            for key in _virtual_key_of_host_pod(hpod):
+                self.pod_queue.add(key)
 
     def _enqueue_after_host_rc_relist(self) -> None:
         """A host RC may have flickered while the watch was down: every class and every gated pod."""
@@ -309,7 +297,8 @@ class Syncer:
             for key in self.virtual_pods.keys_by_index(RC_INDEX, name):
                 self.pod_queue.add(key)
             for hpod in self.host_pods.by_index(RC_INDEX, name):  # incl. orphans whose virtual pod is gone
-                self._enqueue_for_host_pod(hpod)
+                for key in _virtual_key_of_host_pod(hpod):
+                    self.pod_queue.add(key)
 
     # ------------------------------------------------------------------ lifecycle
 
