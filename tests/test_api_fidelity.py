@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from syncer.embedded.tokens import whoami
 from syncer.kube.client import ApiError
-from syncer.kube.resources import PODS, RUNTIMECLASSES
+from syncer.kube.resources import CONFIGMAPS, NAMESPACES, PODS, RUNTIMECLASSES, SECRETS, SERVICEACCOUNTS, SERVICES
 from tests.conftest import Clusters, pod, rc
 
 Obj = dict[str, Any]
@@ -209,3 +210,87 @@ async def test_graceful_deletion_as_the_pod_registry(clusters: Clusters) -> None
     with pytest.raises(ApiError) as err:  # finished: nothing left to stop, gone at once
         await clusters.host.get(PODS, "done", NS)
     assert err.value.not_found
+
+
+async def test_metadata_only_lists_and_watches(clusters: Clusters) -> None:
+    await clusters.host.create(SECRETS, {"metadata": {"name": "s", "labels": {"a": "b"}},
+                                         "stringData": {"password": "x"}}, NS)
+    listed = await clusters.host.list(SECRETS, NS, metadata_only=True)
+    assert listed["kind"] == "PartialObjectMetadataList" and listed["apiVersion"] == "meta.k8s.io/v1"
+    (item,) = [i for i in listed["items"] if i["metadata"]["name"] == "s"]
+    assert item == {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": item["metadata"]}
+    stored = await clusters.host.get(SECRETS, "s", NS)
+    assert stored["data"] == {"password": "eA=="} and "stringData" not in stored  # stringData is write-only
+    await clusters.host.patch(SECRETS, "s", {"metadata": {"labels": {"a": "c"}}}, NS)
+    async for ev in clusters.host.watch(SECRETS, listed["metadata"]["resourceVersion"], NS, metadata_only=True):
+        assert ev.object["kind"] == "PartialObjectMetadata" and "data" not in ev.object
+        assert ev.object["metadata"]["labels"] == {"a": "c"}
+        break
+
+
+async def test_namespaces_get_a_default_service_account_and_the_root_ca(clusters: Clusters) -> None:
+    await clusters.host.create(NAMESPACES, {"metadata": {"name": "team"}})
+    assert (await clusters.host.get(SERVICEACCOUNTS, "default", "team"))["metadata"]["name"] == "default"
+    ca = await clusters.host.get(CONFIGMAPS, "kube-root-ca.crt", "team")
+    assert "BEGIN CERTIFICATE" in ca["data"]["ca.crt"]
+
+
+async def test_services_get_cluster_ips(clusters: Clusters) -> None:
+    a = await clusters.host.create(SERVICES, {"metadata": {"name": "a"}, "spec": {"ports": [{"port": 80}]}}, NS)
+    b = await clusters.host.create(SERVICES, {"metadata": {"name": "b"}, "spec": {"ports": [{"port": 80}]}}, NS)
+    h = await clusters.host.create(SERVICES, {"metadata": {"name": "h"}, "spec": {"clusterIP": "None"}}, NS)
+    ips = {a["spec"]["clusterIP"], b["spec"]["clusterIP"]}
+    assert len(ips) == 2 and all(ip.startswith("10.96.") for ip in ips) and h["spec"]["clusterIP"] == "None"
+    assert a["spec"]["ports"][0]["protocol"] == "TCP"
+    with pytest.raises(ApiError) as err:
+        await clusters.host.create(SERVICES, {"metadata": {"name": "c"}, "spec": {"clusterIP": a["spec"]["clusterIP"]}},
+                                   NS)
+    assert err.value.status == 422 and "provided IP is already allocated" in err.value.message
+
+
+async def test_service_account_admission(clusters: Clusters) -> None:
+    created = await clusters.host.create(PODS, pod("p"), NS)
+    spec = created["spec"]
+    assert spec["serviceAccountName"] == "default"
+    (vol,) = spec["volumes"]
+    assert vol["name"].startswith("kube-api-access-")
+    assert [s for s in vol["projected"]["sources"] if "serviceAccountToken" in s] == [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]
+    assert spec["containers"][0]["volumeMounts"] == [{"name": vol["name"], "readOnly": True,
+                                                      "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]
+    quiet = await clusters.host.create(PODS, {**pod("q"), "spec": {**pod("q")["spec"],
+                                                                   "automountServiceAccountToken": False}}, NS)
+    assert "volumes" not in quiet["spec"]
+    with pytest.raises(ApiError) as err:
+        await clusters.host.create(PODS, {**pod("r"), "spec": {**pod("r")["spec"], "serviceAccountName": "nope"}}, NS)
+    assert (err.value.status, err.value.message) == (403, 'pods "r" is forbidden: error looking up service account '
+                                                          'default/nope: serviceaccount "nope" not found')
+
+
+async def test_token_requests_and_bearer_authentication(clusters: Clusters) -> None:
+    p = await clusters.host.create(PODS, pod("p"), NS)
+    req = {"spec": {"audiences": ["vault"], "expirationSeconds": 600,
+                    "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": p["metadata"]["uid"]}}}
+    answer = await clusters.host.token_request(NS, "default", req)
+    assert answer["kind"] == "TokenRequest" and answer["status"]["expirationTimestamp"]
+    assert await whoami(clusters.host, answer["status"]["token"]) == "system:serviceaccount:default:default"
+    assert (await whoami(clusters.host, answer["status"]["token"][:-2] + "xx")).startswith("an error: HTTP 401")
+    for bad, status in (({"spec": {"expirationSeconds": 60}}, 422),
+                        ({"spec": {"boundObjectRef": {"kind": "Pod", "name": "p", "uid": "other"}}}, 409),
+                        ({"spec": {"boundObjectRef": {"kind": "Pod", "name": "gone"}}}, 404)):
+        with pytest.raises(ApiError) as err:
+            await clusters.host.token_request(NS, "default", bad)
+        assert err.value.status == status
+    with pytest.raises(ApiError) as err:
+        await clusters.host.token_request(NS, "missing", req)
+    assert err.value.not_found
+
+
+async def test_dependents_are_garbage_collected_with_their_owner(clusters: Clusters) -> None:
+    owner = await clusters.host.create(PODS, pod("p", automountServiceAccountToken=False), NS)
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": owner["metadata"]["uid"]}
+    await clusters.host.create(SECRETS, {"metadata": {"name": "owned", "ownerReferences": [ref]}}, NS)
+    await clusters.host.create(SECRETS, {"metadata": {"name": "free"}}, NS)
+    await clusters.host.delete(PODS, "p", NS)
+    names = {s["metadata"]["name"] for s in (await clusters.host.list(SECRETS, NS))["items"]}
+    assert "owned" not in names and "free" in names
