@@ -163,6 +163,17 @@ def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
     return errs
 
 
+def _unique_label_name(name: Any, field: str, seen: set[str]) -> list[FieldError]:
+    """A required name that is a DNS-1123 label unique among `seen` (volume and container names); adds it."""
+    if not name:
+        return [fe.required(field)]
+    errs = fe.dns1123_label(field, str(name))
+    if name in seen:
+        errs.append(fe.duplicate(field, name))
+    seen.add(str(name))
+    return errs
+
+
 def _validate_volumes(volumes: Any, path: str) -> tuple[set[str], list[FieldError]]:
     """`validateVolumes`: names required, DNS-1123 labels, unique; exactly one volume source;
     `validateProjectedVolumeSource`/`validateDownwardAPIVolumeSource` for the items the syncer rewrites."""
@@ -170,14 +181,7 @@ def _validate_volumes(volumes: Any, path: str) -> tuple[set[str], list[FieldErro
     errs: list[FieldError] = []
     for i, vol in _dicts(volumes):
         at = f"{path}[{i}]"
-        name = vol.get("name")
-        if not name:
-            errs.append(fe.required(f"{at}.name"))
-        else:
-            errs += fe.dns1123_label(f"{at}.name", name)
-            if name in names:
-                errs.append(fe.duplicate(f"{at}.name", name))
-            names.add(name)
+        errs += _unique_label_name(vol.get("name"), f"{at}.name", names)
         sources = [s for s in VOLUME_SOURCES if vol.get(s) is not None]
         if not sources:
             errs.append(fe.required(at, "must specify a volume type"))
@@ -252,14 +256,7 @@ def _validate_containers(spec: Obj, volumes: set[str], path: str) -> list[FieldE
     for field in ("initContainers", "containers", "ephemeralContainers"):
         for i, c in _dicts(spec.get(field)):
             at = f"{path}.{field}[{i}]"
-            name = c.get("name")
-            if not name:
-                errs.append(fe.required(f"{at}.name"))
-            else:
-                errs += fe.dns1123_label(f"{at}.name", name)
-                if name in names:
-                    errs.append(fe.duplicate(f"{at}.name", name))
-                names.add(name)
+            errs += _unique_label_name(c.get("name"), f"{at}.name", names)
             if not c.get("image") and field != "ephemeralContainers":
                 errs.append(fe.required(f"{at}.image"))
             errs += validate_env(c.get("env"), f"{at}.env")
