@@ -131,7 +131,7 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
       object-namespace, object-uid and object-kind;
     - references to ConfigMaps, Secrets and PVCs rewritten to their host names
       (podtranslate.references; returned as the dependencies, in spec order);
-    - spec: the virtual spec without what is set by host admission or names virtual-only objects:
+    - spec: the virtual spec without what host admission sets or what names virtual-only objects:
       serviceAccountName, priority/priorityClassName, overhead (service-account token projections are
       left for the reconciler to replace with tokens, podtranslate.tokens);
       `automountServiceAccountToken: false`; hostname defaults
