@@ -4,6 +4,7 @@ real subprocess talking HTTP to the embedded API servers."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 import sys
@@ -106,3 +107,50 @@ async def test_demo_runs_from_the_examples(tmp_path: Path) -> None:
     assert "REFUSED  default/microvm-kata-qemu" in out
     assert 'runtimeclasses.node.k8s.io "wasm" not found' in out
     assert (tmp_path / "virtual.kubeconfig").is_file() and (tmp_path / "host.kubeconfig").is_file()
+
+
+async def test_validate_reports_every_error_in_document_order(tmp_path: Path) -> None:
+    cfg = write(tmp_path, "vcluster.yaml", """
+sync:
+  fromHost:
+    runtimeClasses:
+      enabled: true
+      selector:
+        matchLabels: {ok: "-bad"}
+        matchExpressions:
+          - {key: a, operator: Equals, values: [x]}
+          - {key: b, operator: Exists, values: [y]}
+      patches:
+        - {path: handler}
+      typo: 1
+""")
+    code, out, err = await run_cli("validate", "--config", str(cfg))
+    assert code == 2 and out == ""
+    sel = "error: invalid sync.fromHost.runtimeClasses.selector: "
+    lines = err.splitlines()
+    assert len(lines) == 5, err
+    assert lines[0].startswith(f'{sel}invalid label value: "-bad": at key: "ok": a valid label must')
+    assert lines[0].endswith("(at sync.fromHost.runtimeClasses.selector.matchLabels[ok].values[0])")
+    assert lines[1] == (f'{sel}"Equals" is not a valid label selector operator '
+                        "(at sync.fromHost.runtimeClasses.selector.matchExpressions[0].operator)")
+    assert lines[2] == (f"{sel}values set must be empty for exists and does not exist "
+                        "(at sync.fromHost.runtimeClasses.selector.matchExpressions[1].values)")
+    assert lines[3] == ("error: invalid sync.fromHost.runtimeClasses.patches[0]: need to use one of: expression, "
+                        "labels or reference")
+    assert lines[4] == 'error: invalid sync.fromHost.runtimeClasses.typo: unknown field "typo"'
+
+
+async def test_a_missing_javascript_engine_is_one_clear_line(tmp_path: Path) -> None:
+    broken = tmp_path / "site" / "py_mini_racer"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text('raise ImportError("libmini_racer.so: cannot open shared object file")\n')
+    cfg = REPO / "examples" / "vcluster-patches.yaml"
+    proc = await asyncio.create_subprocess_exec(*CLI, "validate", "--config", str(cfg), cwd=REPO,
+                                                env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2 and out == b""
+    assert err.decode() == ("error: invalid sync.fromHost.runtimeClasses.patches: the JavaScript engine for patch "
+                            "expressions cannot be loaded (ImportError: libmini_racer.so: cannot open shared object "
+                            "file); it comes with the PyPI package mini-racer, a dependency of runtimeclass-syncer: "
+                            "reinstall it\n")

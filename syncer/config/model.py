@@ -13,17 +13,20 @@ sync.fromHost.runtimeClasses.selector.matchExpressions[0].operator)`.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from syncer.config.selector import Selector, SelectorError, from_label_selector
+from syncer.config.selector import Selector, from_label_selector, label_selector_errors
 from syncer.patches.path import PathError
 from syncer.patches.path import parse as parse_path
 
 RC_PATH = "sync.fromHost.runtimeClasses"
+_M = TypeVar("_M", bound=BaseModel)
 # Names are the same on both sides (behaviour.md section 2): these are never patched.
 UNPATCHABLE_PATHS = ("metadata.name", "metadata.namespace", "apiVersion", "kind")
 
@@ -283,38 +286,39 @@ def _loc_to_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _pydantic_messages(err: ValidationError) -> list[str]:
-    msgs: list[str] = []
+def _pydantic_errors(err: ValidationError) -> list[tuple[str, str]]:
+    """(field path, message) for each pydantic error."""
+    out: list[tuple[str, str]] = []
     for e in err.errors():
         path = _loc_to_path(tuple(e["loc"]))
         if e["type"] == "extra_forbidden":
-            msgs.append(f'invalid {path}: unknown field "{e["loc"][-1]}"')
+            out.append((path, f'invalid {path}: unknown field "{e["loc"][-1]}"'))
         else:
-            msgs.append(f"invalid {path}: {e['msg']}")
-    return msgs
+            out.append((path, f"invalid {path}: {e['msg']}"))
+    return out
 
 
-def _patch_messages(patches: list[Patch]) -> list[str]:
-    """The patch rules of behaviour.md section 5 that a schema cannot express."""
-    msgs: list[str] = []
+def _patch_messages(patches: list[Patch]) -> list[tuple[str, str]]:
+    """The patch rules of behaviour.md section 5 that a schema cannot express: (field path, message)."""
+    msgs: list[tuple[str, str]] = []
     seen: set[str] = set()
     for i, p in enumerate(patches):
         where = f"{RC_PATH}.patches[{i}]"
         kinds = [k for k in ("expression", "labels", "reference") if getattr(p, k) is not None]
         if len(kinds) > 1:
-            msgs.append(f"invalid {where}: can only use one of: expression, labels or reference")
+            msgs.append((where, f"invalid {where}: can only use one of: expression, labels or reference"))
         elif not kinds:
-            msgs.append(f"invalid {where}: need to use one of: expression, labels or reference")
+            msgs.append((where, f"invalid {where}: need to use one of: expression, labels or reference"))
         if p.path in seen:
-            msgs.append(f'invalid {where}: have the same path "{p.path}"')
+            msgs.append((f"{where}.path", f'invalid {where}: have the same path "{p.path}"'))
         seen.add(p.path)
         try:
             parse_path(p.path)
         except PathError as e:
-            msgs.append(f"invalid {where}.path: {e}")
+            msgs.append((f"{where}.path", f"invalid {where}.path: {e}"))
         if p.path in UNPATCHABLE_PATHS:
-            msgs.append(f'invalid {where}.path: "{p.path}" cannot be patched: RuntimeClasses keep their name and '
-                        "type on both sides")
+            msgs.append((f"{where}.path", f'invalid {where}.path: "{p.path}" cannot be patched: RuntimeClasses keep '
+                                          "their name and type on both sides"))
     return msgs
 
 
@@ -330,22 +334,68 @@ def parse_config(document: Any) -> SyncerConfig:
         document = {}
     if not isinstance(document, dict):
         raise ConfigError([f"invalid config: the document must be a mapping, not {type(document).__name__}"])
+    errors: list[tuple[str, str]] = []  # (field path, message)
+    raw: VClusterConfig | None = None
     try:
         raw = VClusterConfig.model_validate(document)
     except ValidationError as e:
-        raise ConfigError(_pydantic_messages(e)) from None
-    errors: list[str] = []
-    selector = Selector()
-    rc = raw.sync.fromHost.runtimeClasses
-    if rc.selector is not None:
-        try:
-            selector = rc.selector.compile()
-        except SelectorError as e:
-            errors.append(f"invalid {RC_PATH}.selector: {e.reason} (at {RC_PATH}.selector.{e.path})")
-    errors.extend(_patch_messages(rc.patches))
+        errors += _pydantic_errors(e)
+    # The rules a schema cannot express are checked too, on whatever parts are well-formed, so that one run
+    # reports every error (behaviour.md section 7).
+    rc_doc = _sub(document, "sync", "fromHost", "runtimeClasses")
+    selector_doc = rc_doc.get("selector") if isinstance(rc_doc, dict) else None
+    selector_model = raw.sync.fromHost.runtimeClasses.selector if raw is not None else _valid(LabelSelector,
+                                                                                               selector_doc)
+    if selector_model is not None:
+        for err in label_selector_errors(selector_model.model_dump()):
+            path = f"{RC_PATH}.selector.{err.path}"
+            errors.append((path, f"invalid {RC_PATH}.selector: {err.reason} (at {path})"))
+    patch_docs = rc_doc.get("patches") if isinstance(rc_doc, dict) else None
+    patches = raw.sync.fromHost.runtimeClasses.patches if raw is not None else [
+        p for p in (_valid(Patch, d) for d in (patch_docs if isinstance(patch_docs, list) else [])) if p is not None]
+    errors += _patch_messages(patches)
     if errors:
-        raise ConfigError(errors)
+        order = _document_order(document)
+        raise ConfigError([msg for _, msg in sorted(errors, key=lambda e: order(e[0]))])
+    assert raw is not None
+    rc = raw.sync.fromHost.runtimeClasses
+    selector = rc.selector.compile() if rc.selector is not None else Selector()
     return SyncerConfig(raw, selector, document)
+
+
+def _sub(doc: Any, *keys: str) -> Any:
+    for k in keys:
+        doc = doc.get(k) if isinstance(doc, dict) else None
+    return doc
+
+
+def _valid(model: type[_M], doc: Any) -> _M | None:
+    """`doc` as `model` when it is well-formed (its errors are reported by the whole-document validation)."""
+    try:
+        return model.model_validate(doc) if doc is not None else None
+    except ValidationError:
+        return None
+
+
+def _document_order(document: Any) -> Callable[[str], tuple[int, ...]]:
+    """A sort key for field paths (`a.b[2].c`, `...selector.matchLabels[k]`) by where they stand in the
+    document: keys in the order the YAML gives them, list items by index; unknown parts sort last."""
+    def key(path: str) -> tuple[int, ...]:
+        out: list[int] = []
+        node = document
+        for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", path):
+            name = part[1:-1] if part.startswith("[") else part
+            if isinstance(node, list) and name.isdigit() and int(name) < len(node):
+                out.append(int(name))
+                node = node[int(name)]
+            elif isinstance(node, dict) and name in node:
+                out.append(list(node).index(name))
+                node = node[name]
+            else:
+                out.append(1 << 30)
+                node = None
+        return tuple(out)
+    return key
 
 
 def load_config(path: str | Path) -> SyncerConfig:

@@ -209,6 +209,21 @@ def from_label_selector(spec: Mapping[str, Any] | None) -> Selector:
     return Selector(tuple(reqs))
 
 
+def label_selector_errors(spec: Mapping[str, Any] | None) -> list[SelectorError]:
+    """Every invalid part of a metav1.LabelSelector dict, in order (matchLabels, then matchExpressions):
+    what from_label_selector would raise, for all parts at once."""
+    errors: list[SelectorError] = []
+    parts = [(key, IN, [value], f"matchLabels[{key}]") for key, value in (spec or {}).get("matchLabels", {}).items()]
+    parts += [(e.get("key", ""), e.get("operator", ""), e.get("values") or [], f"matchExpressions[{i}]")
+              for i, e in enumerate((spec or {}).get("matchExpressions") or [])]
+    for key, op, values, path in parts:
+        try:
+            new_requirement(key, op, values, path)
+        except SelectorError as e:
+            errors.append(e)
+    return errors
+
+
 _TOKEN_RE = re.compile(r"\s*(!=|==|=|\(|\)|,|!|[^\s!=(),]+)")
 
 

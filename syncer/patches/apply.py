@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncer.config.model import RC_PATH, Patch, SyncerConfig
-from syncer.patches.engine import CompileError, JSEngine, PatchError
+from syncer.patches.engine import CompileError, EngineUnavailable, JSEngine, PatchError
 from syncer.patches.path import Match, Segment, parse, resolve
 
 Obj = dict[str, Any]
@@ -115,6 +115,10 @@ class Patcher:
                                             "config": config.source}, timeout=timeout, memory_limit=memory_limit)
             try:
                 await engine.start()
+            except EngineUnavailable as e:
+                raise PatchConfigError([f"invalid {RC_PATH}.patches: the JavaScript engine for patch expressions "
+                                        f"cannot be loaded ({e}); it comes with the PyPI package mini-racer, a "
+                                        "dependency of runtimeclass-syncer: reinstall it"]) from None
             except CompileError as e:
                 errors.append(f"invalid {RC_PATH}.patches[{e.index}].expression: {e.reason} "
                               f'(patch path "{patches[e.index].path}")')

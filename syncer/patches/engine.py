@@ -34,6 +34,10 @@ class PatchError(Exception):
         self.reason = reason
 
 
+class EngineUnavailable(Exception):
+    """The JavaScript engine (PyPI `mini-racer`) cannot be loaded; the message says why."""
+
+
 class CompileError(Exception):
     """An expression does not compile; `index` is the patch's position, `reason` V8's message."""
 
@@ -100,10 +104,14 @@ class JSEngine:
 
         Raises:
             CompileError: the first expression that does not compile.
+            EngineUnavailable: V8 cannot be loaded (the package is missing or broken).
         """
-        from py_mini_racer import MiniRacer  # V8 is loaded only when patches exist
+        try:
+            from py_mini_racer import MiniRacer  # V8 is loaded only when patches exist
 
-        ctx = MiniRacer()
+            ctx = MiniRacer()
+        except Exception as e:  # a missing package, or a V8 library that does not load on this machine
+            raise EngineUnavailable(f"{type(e).__name__}: {_first_line(e) if str(e) else type(e).__name__}") from None
         try:
             ctx.set_hard_memory_limit(self.memory_limit)
             prelude = resources.files("syncer.patches").joinpath("prelude.js").read_text(encoding="utf-8")
