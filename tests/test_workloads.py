@@ -30,10 +30,13 @@ FORCE_SYNC = "vcluster.loft.sh/force-sync"
 def app_pod(name: str = "web") -> Obj:
     p = pod(name)
     p["spec"]["volumes"] = [{"name": "config", "configMap": {"name": "app-config"}},
+                            {"name": "certs", "projected": {"sources": [{"secret": {"name": "db"}}]}},
                             {"name": "kube-api-access-x1y2z", "projected": {"sources": [
                                 {"serviceAccountToken": {"path": "token"}}]}}]
+    p["spec"]["imagePullSecrets"] = [{"name": "regcred"}]
     p["spec"]["containers"][0].update(
-        volumeMounts=[{"name": "config", "mountPath": "/etc/app"}],
+        volumeMounts=[{"name": "config", "mountPath": "/etc/app"}, {"name": "certs", "mountPath": "/etc/certs"}],
+        envFrom=[{"configMapRef": {"name": "app-config"}}, {"secretRef": {"name": "db", "optional": True}}],
         env=[{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}},
              {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "tuning", "key": "mode", "optional": True}}}])
     return p
@@ -42,6 +45,8 @@ def app_pod(name: str = "web") -> Obj:
 async def create_app_objects(c: Clusters) -> None:
     await c.virtual.create(CONFIGMAPS, {"metadata": {"name": "app-config"}, "data": {"app.yaml": "x: 1"}}, "default")
     await c.virtual.create(SECRETS, {"metadata": {"name": "db"}, "stringData": {"password": "s3cret"}}, "default")
+    await c.virtual.create(SECRETS, {"metadata": {"name": "regcred"}, "type": "kubernetes.io/dockerconfigjson",
+                                     "stringData": {".dockerconfigjson": "{}"}}, "default")
 
 
 def h(name: str) -> str:
@@ -57,10 +62,14 @@ async def test_references_are_translated_and_the_objects_marked_for_vcluster(clu
         out = await kubectl(clusters.host_kubeconfig, "describe", "pod", hname("web"), "-n", HOST_NS)
     spec = objs[hname("web")]["spec"]
     assert spec["volumes"][0] == {"name": "config", "configMap": {"name": h("app-config")}}
+    assert spec["volumes"][1] == {"name": "certs", "projected": {"sources": [{"secret": {"name": h("db")}}]}}
+    assert spec["imagePullSecrets"] == [{"name": h("regcred")}]
+    assert spec["containers"][0]["envFrom"] == [{"configMapRef": {"name": h("app-config")}},
+                                                {"secretRef": {"name": h("db"), "optional": True}}]
     env = {e["name"]: e for e in spec["containers"][0]["env"]}
     assert env["DB_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": h("db"), "key": "password"}
     assert env["MODE"]["valueFrom"]["configMapKeyRef"] == {"name": h("tuning"), "key": "mode", "optional": True}
-    for res, name in ((CONFIGMAPS, "app-config"), (SECRETS, "db")):  # annotated, nothing else changed
+    for res, name in ((CONFIGMAPS, "app-config"), (SECRETS, "db"), (SECRETS, "regcred")):  # only annotated
         v = await clusters.virtual.get(res, name, "default")
         assert v["metadata"]["annotations"] == {FORCE_SYNC: "true"}
     assert re.search(rf"config:\n\s+Type:\s+ConfigMap \(a volume populated by a ConfigMap\)\n\s+Name:\s+"
@@ -80,7 +89,8 @@ async def test_with_all_set_vcluster_syncs_everything_and_nothing_is_annotated(c
 
 
 async def test_a_pod_waits_for_its_objects_and_says_so_after_10_seconds(clusters: Clusters) -> None:
-    await clusters.virtual.create(SECRETS, {"metadata": {"name": "db"}, "stringData": {"password": "x"}}, "default")
+    await create_app_objects(clusters)
+    await clusters.virtual.delete(CONFIGMAPS, "app-config", "default")  # the one the pod will wait for
     async with running_syncer(clusters, rc_config()):
         started = asyncio.get_running_loop().time()
         await clusters.virtual.create(PODS, app_pod(), "default")
