@@ -25,6 +25,9 @@ log = logging.getLogger("syncer")
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="runtimeclass-syncer", description=(
         "Mirror host RuntimeClasses into a vcluster and sync virtual Pods to the host only when their "
@@ -43,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="serve /healthz and /readyz here, e.g. :8081 (default: off)")
     run.add_argument("--metrics-bind-address", default="", help="serve /metrics here, e.g. :8080 (default: off)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
+    run.add_argument("--log-level", choices=LOG_LEVELS, default="info",
+                     help="info: one line per decision; warning and error: only what an operator must act on")
     run.add_argument("--pod-workers", type=int, default=4, help="concurrent pod reconciles (default 4)")
     run.add_argument("--request-timeout", type=float, default=30.0,
                      help="seconds before a hung API request is abandoned and retried (default 30)")
@@ -172,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"selector: {str(config.selector) or '<everything>'})")
         return EXIT_OK
     if args.command == "run":
-        logs.setup(args.log_format)
+        logs.setup(args.log_format, getattr(logging, args.log_level.upper()))
         config = _load(args.config)  # before any API request
         if config is None:
             return EXIT_CONFIG

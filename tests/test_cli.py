@@ -154,3 +154,24 @@ async def test_a_missing_javascript_engine_is_one_clear_line(tmp_path: Path) -> 
                             "expressions cannot be loaded (ImportError: libmini_racer.so: cannot open shared object "
                             "file); it comes with the PyPI package mini-racer, a dependency of runtimeclass-syncer: "
                             "reinstall it\n")
+
+
+async def test_log_level_warning_keeps_decisions_out_of_the_log(clusters: Clusters) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+    health, metrics = free_port(), free_port()
+    proc = await asyncio.create_subprocess_exec(
+        *CLI, "run", "--config", "examples/vcluster-matchlabels.yaml", "--log-level", "warning",
+        "--virtual-kubeconfig", str(clusters.virtual_kubeconfig), "--host-kubeconfig", str(clusters.host_kubeconfig),
+        "--vcluster-name", "t", "--host-namespace", HOST_NS, "--log-format", "json",
+        "--health-probe-bind-address", f"127.0.0.1:{health}", "--metrics-bind-address", f"127.0.0.1:{metrics}",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
+    try:
+        await virtual_rc_names(clusters, lambda n: n == {"gvisor"}, "gvisor synced by the CLI")
+        proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(proc.communicate(), 10)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0
+    assert '"level": "info"' not in err.decode(), err.decode()  # "create virtual runtime class ..." is info
