@@ -1,0 +1,42 @@
+"""The manifests in deploy/: the vcluster chart values fragment loads as a vcluster.yaml, its sidecar's
+arguments are ones the CLI accepts, and it grants on the host exactly what deploy/host-rbac.yaml does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from syncer.cli import _parser
+from syncer.config.model import load_config
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+
+
+def _rules(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
+def test_the_chart_fragment_is_a_valid_vcluster_yaml_with_a_runnable_sidecar() -> None:
+    config = load_config(DEPLOY / "vcluster.yaml")
+    assert config.enabled and config.source["sync"]["toHost"]["pods"]["enabled"] is False  # vcluster's pod sync off
+    values = yaml.safe_load((DEPLOY / "vcluster.yaml").read_text())
+    (sidecar,) = values["controlPlane"]["statefulSet"]["sidecarContainers"]
+    args = _parser().parse_args([a.replace("$(VCLUSTER_NAME)", "my-vcluster").replace("$(POD_NAMESPACE)", "vc-ns")
+                                 for a in sidecar["args"]])
+    assert (args.command, args.config, args.virtual_kubeconfig) == ("run", "/var/lib/vcluster/config.yaml",
+                                                                     "/data/vcluster/admin.conf")
+    mounts = {m["mountPath"]: m["name"] for m in sidecar["volumeMounts"]}
+    assert mounts == {"/var/lib/vcluster": "vcluster-config", "/data": "data"}  # the vcluster pod's own volumes
+    probes = {sidecar["livenessProbe"]["httpGet"]["path"], sidecar["readinessProbe"]["httpGet"]["path"]}
+    assert probes == {"/healthz", "/readyz"}
+
+
+def test_the_fragment_grants_what_host_rbac_grants() -> None:
+    values = yaml.safe_load((DEPLOY / "vcluster.yaml").read_text())
+    docs = [d for d in yaml.safe_load_all((DEPLOY / "host-rbac.yaml").read_text()) if d]
+    role = next(d for d in docs if d["kind"] == "Role")
+    cluster_role = next(d for d in docs if d["kind"] == "ClusterRole")
+    assert _rules(values["rbac"]["role"]["extraRules"]) == _rules(role["rules"])
+    assert _rules(values["rbac"]["clusterRole"]["extraRules"]) == _rules(cluster_role["rules"])
