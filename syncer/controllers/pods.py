@@ -10,7 +10,7 @@ For a virtual pod key `namespace/name`, comparing the virtual pod with the host 
 | being deleted        | ours, orphaned     | leave both; Orphaned event says what to do                    |
 | being deleted        | ours               | delete the host pod with the virtual pod's grace period       |
 | exists, was started  | none               | the host pod vanished: delete the virtual pod (as vcluster)   |
-| exists               | none               | gate, translate, wait for referenced host objects, create     |
+| exists               | none               | gate, translate, wait for host objects, tokens, create        |
 | exists, orphaned     | ours               | no updates; Orphaned event                                    |
 | exists               | ours               | patch labels/annotations/images; copy status back; bind node  |
 
@@ -18,6 +18,8 @@ References to ConfigMaps, Secrets and PVCs are rewritten to host names (podtrans
 the host pod is created once every required referenced object exists on the host (vcluster syncs
 them; a missing ConfigMap/Secret gets the `vcluster.loft.sh/force-sync` annotation unless vcluster's
 `all` key is set). After 10 s of waiting a `SyncWarning` says what for (behaviour.md section 3.1).
+Service-account token projections get tokens requested from the virtual API server (TokenRequest, the
+reconciler's only I/O besides the writes), in a pod annotation or a host Secret owned by the host pod.
 
 A refusal is a Warning `SyncWarning` event on the virtual pod (repeats raise its count); nothing is
 written to the host. A host-side rejection (403/422/400, e.g. RuntimeClass admission) is a Warning
