@@ -82,6 +82,33 @@ CREATE_CASES: list[tuple[str, Obj, str]] = [
     ("toleration effect", with_spec(tolerations=[{"key": "k", "operator": "Exists", "effect": "Never"}]),
      'spec.tolerations[0].effect: Unsupported value: "Never": supported values: "NoSchedule", "PreferNoSchedule", '
      '"NoExecute"'),
+    ("restartPolicy", with_spec(restartPolicy="Sometimes"), 'spec.restartPolicy: Unsupported value: "Sometimes": '
+                                                            'supported values: "Always", "Never", "OnFailure"'),
+    ("nodeSelector key", with_spec(nodeSelector={"-bad": "x"}),
+     "spec.nodeSelector: Invalid value: \"-bad\": name part must consist of alphanumeric characters, '-', '_' or "
+     "'.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+     "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+    ("search path", with_spec(dnsConfig={"searches": ["Bad_Domain"]}),
+     'spec.dnsConfig.searches[0]: Invalid value: "Bad_Domain": a lowercase RFC 1123 subdomain must consist of lower '
+     "case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+     "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+    ("dns option name", with_spec(dnsConfig={"options": [{"value": "2"}]}),
+     "spec.dnsConfig.options[0].name: Required value"),
+    ("downward API volume path", with_spec(volumes=[{"name": "i", "downwardAPI": {"items": [
+        {"path": "x", "fieldRef": {"fieldPath": "spec.nodeName"}}]}}]),
+     'spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath: Unsupported value: "spec.nodeName": supported '
+     'values: "metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid"'),
+    ("token projection expiry", with_spec(volumes=[{"name": "t", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "token", "expirationSeconds": 60}}]}}]),
+     "spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 60: may not "
+     "specify a duration less than 10 minutes"),
+    ("env value and valueFrom", with_spec(containers=[container(env=[{"name": "A", "value": "x", "valueFrom": {
+        "fieldRef": {"fieldPath": "metadata.name"}}}])]),
+     'spec.containers[0].env[0].valueFrom: Invalid value: "": may not be specified when `value` is not empty'),
+    ("unique mount paths", with_spec(volumes=[{"name": "a", "emptyDir": {}}, {"name": "b", "emptyDir": {}}],
+                                     containers=[container(volumeMounts=[{"name": "a", "mountPath": "/x"},
+                                                                         {"name": "b", "mountPath": "/x"}])]),
+     'spec.containers[0].volumeMounts[1].mountPath: Invalid value: "/x": must be unique'),
     ("label value", {**pod("p"), "metadata": {"name": "p", "labels": {"a": "-x"}}},
      'metadata.labels: Invalid value: "-x": a valid label must be an empty string or consist of alphanumeric '
      "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
