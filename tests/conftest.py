@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,22 @@ class Clusters:
     virtual_kubeconfig: Path
     host: KubeClient
     virtual: KubeClient
+
+
+@pytest.fixture(scope="session", autouse=True)
+def all_api_servers() -> Iterator[list[EmbeddedAPIServer]]:
+    """Every embedded API server the session starts (tests, chaos scenarios, demo runs in process), so
+    that tests/test_zz_rbac.py can check the syncer's requests against deploy/ (RBAC from the code)."""
+    servers: list[EmbeddedAPIServer] = []
+    original = EmbeddedAPIServer.__init__
+
+    def register(self: EmbeddedAPIServer, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        servers.append(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(EmbeddedAPIServer, "__init__", register)
+        yield servers
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ this vcluster's managed-by label and object annotations is never touched.
 
 from __future__ import annotations
 
+import base64
 import logging
 import secrets
 import string
@@ -296,7 +297,8 @@ class PodReconciler:
         except ApiError as e:
             if not e.already_exists:
                 raise
-            await self.host.replace(SECRETS, secret, self.host_namespace)  # an earlier attempt's: new tokens
+            encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+            await self.host.patch(SECRETS, secret_name, {"data": encoded}, self.host_namespace)  # an earlier try's
         return secret_name
 
     async def _own_token_secret(self, name: str, hpod: Obj) -> None:

@@ -24,6 +24,7 @@ import logging
 import secrets
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,18 @@ def parse_field_selector(text: str) -> Callable[[Obj], bool]:
     return lambda o: all((_field_value(o, k) == v) == eq for k, v, eq in terms)
 
 
+@dataclass(frozen=True)
+class AuditEntry:
+    """A resource request as an RBAC authorizer sees it: who (user agent), verb, API group, resource
+    (`pods`, `pods/binding`) and namespace ("" for cluster-wide or cluster-scoped requests)."""
+
+    agent: str
+    verb: str
+    group: str
+    resource: str
+    namespace: str
+
+
 def _wants_metadata(request: web.Request) -> bool:
     """The client asked for `PartialObjectMetadata(List)` in `Accept`, as controller-runtime's metadata-only
     informers do (`application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`)."""
@@ -140,6 +153,7 @@ class EmbeddedAPIServer:
         self.tokens = tokens.TokenIssuer(f"https://{name}.embedded")
         self.faults = FaultInjector()
         self.requests: list[tuple[str, str, str]] = []  # (method, path, user agent) of every request, for tests
+        self.audit: list[AuditEntry] = []  # every resource request as RBAC sees it, for tests
         self._runner: web.AppRunner | None = None
         self._by_path = {(r.group, r.version, r.plural): r for r in ALL_RESOURCES}
         self._seed()
@@ -337,9 +351,11 @@ class EmbeddedAPIServer:
         sub = rest[2] if len(rest) == 3 else None
         ns = namespace or ""
         m = request.method
-        # Faults name resources as RBAC does: a subresource is `pods/status`, `pods/binding`.
-        fault = self.faults.match(self._verb(request, name), f"{res.plural}/{sub}" if sub else res.plural,
-                                  request.headers.get("User-Agent", ""))
+        # Faults and the audit name resources as RBAC does: a subresource is `pods/status`, `pods/binding`.
+        verb, rbac_resource, agent = self._verb(request, name), f"{res.plural}/{sub}" if sub else res.plural, \
+            request.headers.get("User-Agent", "")
+        self.audit.append(AuditEntry(agent, verb, group, rbac_resource, namespace or ""))
+        fault = self.faults.match(verb, rbac_resource, agent)
         if fault is not None:
             await fault.apply()
         if name is None:
