@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import sys
@@ -106,6 +107,11 @@ async def test_demo_runs_from_the_examples(tmp_path: Path) -> None:
     assert "DELETED  tenant-made-class" in out
     assert "REFUSED  default/microvm-kata-qemu" in out
     assert 'runtimeclasses.node.k8s.io "wasm" not found' in out
+    # a real workload: translated references, waiting for a ConfigMap, and a token the virtual cluster accepts
+    assert "secret db-password -> host secret db-password-x-default-x-demo" in out
+    assert 'waited (not on the host) until configmap "web-settings" was created and synced by vcluster' in out
+    assert re.search(r"default/web-config: the virtual API server answers the token in vcluster\.loft\.sh/token-"
+                     r"[a-z0-9]{8} with system:serviceaccount:default:default\n", out), out
     assert (tmp_path / "virtual.kubeconfig").is_file() and (tmp_path / "host.kubeconfig").is_file()
 
 
