@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint soak bench clean
+.PHONY: demo test lint soak bench image image-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,14 @@ bench: $(STAMP)
 
 soak: $(STAMP)
 	$(BIN)/python bench/convergence.py
+
+image:
+	docker build -t runtimeclass-syncer:$(shell $(PYTHON) -c 'import tomllib;print(tomllib.load(open("pyproject.toml","rb"))["project"]["version"])') .
+
+# Without a Docker engine: lint the Dockerfile and run its build steps in a fresh virtualenv.
+image-check: $(STAMP)
+	$(BIN)/hadolint Dockerfile
+	$(BIN)/python -m pytest -m image -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

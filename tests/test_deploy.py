@@ -28,7 +28,7 @@ def test_the_chart_fragment_is_a_valid_vcluster_yaml_with_a_runnable_sidecar() -
     assert (args.command, args.config, args.virtual_kubeconfig) == ("run", "/var/lib/vcluster/config.yaml",
                                                                      "/data/vcluster/admin.conf")
     mounts = {m["mountPath"]: m["name"] for m in sidecar["volumeMounts"]}
-    assert mounts == {"/var/lib/vcluster": "vcluster-config", "/data": "data"}  # the vcluster pod's own volumes
+    assert mounts == {"/var/lib/vcluster": "vcluster-config", "/data": "data", "/tmp": "tmp"}  # the pod's own
     probes = {sidecar["livenessProbe"]["httpGet"]["path"], sidecar["readinessProbe"]["httpGet"]["path"]}
     assert probes == {"/healthz", "/readyz"}
 
