@@ -113,3 +113,10 @@ def test_generated_schema_and_defaults_are_current() -> None:
     for name, text in render().items():
         committed = (EXAMPLES.parent / "config" / name).read_text()
         assert committed == text, f"config/{name} is stale: run `python -m syncer.config.schema`"
+
+
+def test_the_readme_embeds_the_current_configuration_reference() -> None:
+    from syncer.config.schema import embed_reference
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert embed_reference(readme) == readme, "the README's configuration reference is stale: run " \
+                                              "`python -m syncer.config.schema`"

@@ -50,9 +50,9 @@ def _none_to_empty(value: Any, empty: Any) -> Any:
 class LabelSelectorRequirement(_Strict):
     """One `matchExpressions` entry: key, operator (In, NotIn, Exists, DoesNotExist), values."""
 
-    key: str
-    operator: str
-    values: list[str] = Field(default_factory=list)
+    key: str = Field(description="the label key")
+    operator: str = Field(description="In, NotIn, Exists or DoesNotExist")
+    values: list[str] = Field(default_factory=list, description="for In/NotIn: at least one; else none")
 
     @field_validator("values", mode="before")
     @classmethod
@@ -63,8 +63,9 @@ class LabelSelectorRequirement(_Strict):
 class LabelSelector(_Strict):
     """A metav1.LabelSelector: matchLabels and matchExpressions, ANDed."""
 
-    matchLabels: dict[str, str] = Field(default_factory=dict)
-    matchExpressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+    matchLabels: dict[str, str] = Field(default_factory=dict, description="labels a host RuntimeClass must have")
+    matchExpressions: list[LabelSelectorRequirement] = Field(
+        default_factory=list, description="requirements, ANDed with each other and with matchLabels")
 
     @field_validator("matchLabels", mode="before")
     @classmethod
@@ -103,19 +104,19 @@ class PatchLabels(_Strict):
 class Patch(_Strict):
     """One entry of `patches` (behaviour.md section 5): a path and exactly one transform."""
 
-    path: str
-    expression: str | None = None
-    reverseExpression: str | None = None
-    reference: PatchReference | None = None
-    labels: PatchLabels | None = None
+    path: str = Field(description="where to patch: dots, [N], [*] or *, [\"quoted.key\"] (unique)")
+    expression: str | None = Field(default=None, description="JavaScript giving the new value (null deletes)")
+    reverseExpression: str | None = Field(default=None, description="virtual -> host; unused for RuntimeClasses")
+    reference: PatchReference | None = Field(default=None, description="vcluster's reference patch (identity here)")
+    labels: PatchLabels | None = Field(default=None, description="vcluster's labels patch (identity here)")
 
 
 class RuntimeClassesSync(_Strict):
     """`sync.fromHost.runtimeClasses`: whether RCs are synced, which (selector), and patches."""
 
-    enabled: bool = False
-    selector: LabelSelector | None = None
-    patches: list[Patch] = Field(default_factory=list)
+    enabled: bool = Field(default=False, description="sync host RuntimeClasses and gate pods by them")
+    selector: LabelSelector | None = Field(default=None, description="which host RuntimeClasses; absent: all")
+    patches: list[Patch] = Field(default_factory=list, description="JavaScript patches on the virtual copies")
 
     @field_validator("patches", mode="before")
     @classmethod
@@ -133,8 +134,9 @@ class ToHostPods(_Loose):
     """`sync.toHost.pods`: `runtimeClassName` (forced on every host pod when set) and
     `useSecretsForSATokens` (service-account tokens in a host Secret instead of a pod annotation)."""
 
-    runtimeClassName: str = ""
-    useSecretsForSATokens: bool = False
+    runtimeClassName: str = Field(default="", description="force this runtimeClassName on every host pod")
+    useSecretsForSATokens: bool = Field(
+        default=False, description="tokens in a host Secret owned by the host pod instead of an annotation")
 
     @field_validator("runtimeClassName", mode="before")
     @classmethod
@@ -146,7 +148,7 @@ class ToHostAll(_Loose):
     """`sync.toHost.configMaps` / `sync.toHost.secrets`: only `all` is read (vcluster then syncs every
     object of the kind itself, so no `vcluster.loft.sh/force-sync` annotation is needed)."""
 
-    all: bool = False
+    all: bool = Field(default=False, description="vcluster syncs every object: no force-sync annotation needed")
 
 
 class ToHost(_Loose):
@@ -172,7 +174,7 @@ class Sync(_Loose):
 class WorkloadServiceAccount(_Loose):
     """`controlPlane.advanced.workloadServiceAccount`: only `name` is read."""
 
-    name: str = ""
+    name: str = Field(default="", description="host service account of tenant pods; empty: vc-workload-<name>")
 
     @field_validator("name", mode="before")
     @classmethod
