@@ -34,6 +34,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+async def start_run(clusters: Clusters, health: int, metrics: int, *extra: str) -> asyncio.subprocess.Process:
+    """`runtimeclass-syncer run` as a process against the test clusters (JSON logs on stderr)."""
+    return await asyncio.create_subprocess_exec(
+        *CLI, "run", "--config", "examples/vcluster-matchlabels.yaml", *extra,
+        "--virtual-kubeconfig", str(clusters.virtual_kubeconfig), "--host-kubeconfig", str(clusters.host_kubeconfig),
+        "--vcluster-name", "t", "--host-namespace", HOST_NS, "--log-format", "json",
+        "--health-probe-bind-address", f"127.0.0.1:{health}", "--metrics-bind-address", f"127.0.0.1:{metrics}",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
+
+
 def write(tmp_path: Path, name: str, text: str) -> Path:
     p = tmp_path / name
     p.write_text(text)
@@ -68,12 +78,7 @@ async def test_invalid_config_exits_2_before_any_api_request(clusters: Clusters,
 async def test_run_serves_probes_and_metrics_and_stops_on_sigterm(clusters: Clusters, tmp_path: Path) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
     health, metrics = free_port(), free_port()
-    proc = await asyncio.create_subprocess_exec(
-        *CLI, "run", "--config", "examples/vcluster-matchlabels.yaml",
-        "--virtual-kubeconfig", str(clusters.virtual_kubeconfig), "--host-kubeconfig", str(clusters.host_kubeconfig),
-        "--vcluster-name", "t", "--host-namespace", HOST_NS, "--log-format", "json",
-        "--health-probe-bind-address", f"127.0.0.1:{health}", "--metrics-bind-address", f"127.0.0.1:{metrics}",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
+    proc = await start_run(clusters, health, metrics)
     assert proc.stderr is not None
     try:
         lines: list[str] = []
@@ -164,13 +169,7 @@ async def test_a_missing_javascript_engine_is_one_clear_line(tmp_path: Path) -> 
 
 async def test_log_level_warning_keeps_decisions_out_of_the_log(clusters: Clusters) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
-    health, metrics = free_port(), free_port()
-    proc = await asyncio.create_subprocess_exec(
-        *CLI, "run", "--config", "examples/vcluster-matchlabels.yaml", "--log-level", "warning",
-        "--virtual-kubeconfig", str(clusters.virtual_kubeconfig), "--host-kubeconfig", str(clusters.host_kubeconfig),
-        "--vcluster-name", "t", "--host-namespace", HOST_NS, "--log-format", "json",
-        "--health-probe-bind-address", f"127.0.0.1:{health}", "--metrics-bind-address", f"127.0.0.1:{metrics}",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
+    proc = await start_run(clusters, free_port(), free_port(), "--log-level", "warning")
     try:
         await virtual_rc_names(clusters, lambda n: n == {"gvisor"}, "gvisor synced by the CLI")
         proc.send_signal(signal.SIGTERM)
