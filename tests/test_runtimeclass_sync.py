@@ -173,13 +173,16 @@ async def test_empty_selector_syncs_everything(clusters: Clusters) -> None:
         await virtual_rc_names(clusters, lambda n: n == {"a", "b", "c"}, "all synced")
 
 
-async def test_conflicting_virtual_write_is_retried(clusters: Clusters) -> None:
+async def test_conflicting_virtual_write_is_retried(clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
     fault = clusters.virtual_server.faults.fail(409, verb="create", resource="runtimeclasses", times=2,
                                                 message="injected conflict", agent=DEFAULT_USER_AGENT)
     async with running_syncer(clusters, rc_config(DEV)):
         await virtual_rc_names(clusters, lambda n: "gvisor" in n, "gvisor synced after conflicts")
     assert fault.hits == 2
+    retries = [r for r in caplog.records if "injected conflict" in r.getMessage()]
+    assert retries and all(r.levelno == logging.INFO for r in retries)  # routine: nothing for an operator
 
 
 async def test_changes_the_cache_never_saw_are_caught_after_a_relist(clusters: Clusters) -> None:

@@ -22,6 +22,8 @@ from syncer.metrics import Metrics
 log = logging.getLogger(__name__)
 
 Reconcile = Callable[[str], Awaitable[float | None]]
+TRANSIENT_STATUSES = (0, 409, 429, 500, 502, 503, 504)  # no response, conflict, throttled, server trouble
+PERSISTENT_RETRIES = 5  # a transient failure logged at warning from this retry on
 
 
 class ReconcileError(Exception):
@@ -130,7 +132,11 @@ class Controller:
         elif isinstance(e, ReconcileError) and e.quiet:
             log.debug("%s %s: %s (retry %d)", self.name, key, e, retries + 1)  # the reconciler logged it once
         elif isinstance(e, (ApiError, ReconcileError)):
-            log.warning("%s %s: %s (retry %d)", self.name, key, e, retries + 1)
+            # A conflict, throttling or an API server that is briefly away is routine and retried: info. It
+            # becomes something to act on (warning) only when it persists.
+            transient = isinstance(e, ApiError) and e.status in TRANSIENT_STATUSES
+            log.log(logging.WARNING if not transient or retries + 1 >= PERSISTENT_RETRIES else logging.INFO,
+                    "%s %s: %s (retry %d)", self.name, key, e, retries + 1)
         else:
             log.exception("%s %s: reconcile failed (retry %d)", self.name, key, retries + 1)
         delay = self.queue.rate_limiter.when(key)
