@@ -296,3 +296,19 @@ async def test_vclusters_own_coredns_pod_syncs_valid(clusters: Clusters) -> None
     assert any(v["name"].startswith("kube-api-access-") for v in spec["volumes"])  # with its own token
     ann = hp["metadata"]["annotations"]
     assert [k for k in ann if k.startswith("vcluster.loft.sh/token-")]
+
+
+async def test_a_token_secret_whose_pod_never_reached_the_host_is_removed(clusters: Clusters) -> None:
+    doc = rc_config()
+    doc["sync"]["toHost"] = {"pods": {"useSecretsForSATokens": True}}
+    refused = clusters.host_server.faults.fail(422, verb="create", resource="pods", times=10_000,
+                                               message="refused by a host admission webhook")
+    async with running_syncer(clusters, doc):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await wait_for(clusters.host, SECRETS, lambda o: f"{HOST_NS}/{h('web-sa-token')}" in o, namespace=HOST_NS,
+                       timeout=10, what="the token Secret written before the host pod")
+        await refused.wait_hits(1)
+        await clusters.virtual.delete(PODS, "web", "default", grace_period_seconds=0)
+        await wait_for(clusters.host, SECRETS, lambda o: f"{HOST_NS}/{h('web-sa-token')}" not in o,
+                       namespace=HOST_NS, timeout=10, what="the token Secret removed with the virtual pod")
+    clusters.host_server.faults.clear()

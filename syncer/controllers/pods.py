@@ -41,7 +41,7 @@ from typing import Any
 from syncer.config.model import SyncerConfig
 from syncer.controllers import gate, translate
 from syncer.controllers.podtranslate import tokens
-from syncer.controllers.podtranslate.references import CONFIGMAP, Dependency
+from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency
 from syncer.kube.cache import Store, object_key, split_key
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.controller import ReconcileError
@@ -180,6 +180,8 @@ class PodReconciler:
             self._waiting.pop(key, None)
             if hpod is not None:
                 await self._virtual_gone(key, name, hpod)
+            else:
+                await self._delete_unowned_token_secret(namespace, name)
             return None
         if hpod is not None and self._stale(hpod, vpod):
             await self._replace_stale(key, name, vpod, hpod)
@@ -300,6 +302,23 @@ class PodReconciler:
             encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
             await self.host.patch(SECRETS, secret_name, {"data": encoded}, self.host_namespace)  # an earlier try's
         return secret_name
+
+    async def _delete_unowned_token_secret(self, namespace: str, name: str) -> None:
+        """A virtual pod that went before its host pod was created may leave the token Secret written for it
+        (it has no owner yet for the garbage collector): delete it. Only Secrets in the metadata cache, so
+        this costs nothing when there is none."""
+        secret = translate.host_pod_name(f"{name}-sa-token", namespace, self.vcluster_name)
+        store = self.host_objects.get(SECRET)
+        if not self.config.use_secrets_for_tokens or store is None or \
+                store.get(f"{self.host_namespace}/{secret}") is None:
+            return
+        try:
+            await self.host.delete(SECRETS, secret, self.host_namespace)
+            log.info("deleted token secret %s/%s: virtual pod %s/%s is gone", self.host_namespace, secret,
+                     namespace, name)
+        except ApiError as e:
+            if not e.not_found:
+                raise
 
     async def _own_token_secret(self, name: str, hpod: Obj) -> None:
         """Make the host pod the owner of its token Secret, so that the Secret goes with the pod."""
