@@ -34,6 +34,7 @@ from syncer.config.model import SyncerConfig
 from syncer.controllers import translate
 from syncer.controllers.gate import runtime_class_matches
 from syncer.controllers.pods import FORCE_SYNC, NAMESPACE_INDEX, SERVICE, PodReconciler
+from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate.references import CONFIGMAP, PVC, SECRET
 from syncer.controllers.runtimeclasses import RuntimeClassReconciler
 from syncer.kube.cache import Store, object_key
@@ -206,7 +207,10 @@ class Syncer:
             config, vcluster_name=options.vcluster_name, host_namespace=options.host_namespace,
             virtual_pods=self.virtual_pods, host_pods=self.host_pods, host_rcs=self.host_rcs, host=host,
             virtual=virtual, recorder=self.recorder, metrics=m, host_objects=self.host_objects,
-            virtual_objects=self.virtual_objects, virtual_services=self.virtual_services)
+            virtual_objects=self.virtual_objects, virtual_services=self.virtual_services,
+            tokens=ServiceAccountTokens(virtual, host, host_namespace=options.host_namespace,
+                                        vcluster_name=options.vcluster_name, use_secrets=config.use_secrets_for_tokens,
+                                        host_secrets=self.host_objects[SECRET]))
         rc_events = EventRecorder(virtual, "runtimeclass-syncer",
                                   options.instance.replace("pod-syncer", "runtimeclass-syncer", 1))
         self.rc_reconciler = RuntimeClassReconciler(config, self.host_rcs, self.virtual_rcs, virtual, patcher,

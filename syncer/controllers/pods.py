@@ -29,10 +29,7 @@ this vcluster's managed-by label and object annotations is never touched.
 
 from __future__ import annotations
 
-import base64
 import logging
-import secrets
-import string
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -40,8 +37,9 @@ from typing import Any
 
 from syncer.config.model import SyncerConfig
 from syncer.controllers import gate, translate
+from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate import tokens
-from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency
+from syncer.controllers.podtranslate.references import CONFIGMAP, Dependency
 from syncer.kube.cache import Store, object_key, split_key
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.controller import ReconcileError
@@ -115,12 +113,15 @@ class PodReconciler:
             `host_objects["service"]`, when given, caches the host Services in `host_namespace` (the
             vcluster's Service and the DNS Service: their ClusterIPs; pods wait for them).
         virtual_services: the virtual Services (indexed by namespace) for service-link variables.
+        tokens: the service-account token requests and Secrets (podtokens.py), the reconciler's I/O besides
+            its writes.
     """
 
     def __init__(self, config: SyncerConfig, *, vcluster_name: str, host_namespace: str, virtual_pods: Store,
                  host_pods: Store, host_rcs: Store, host: KubeClient, virtual: KubeClient, recorder: EventRecorder,
                  metrics: Metrics, host_objects: Mapping[str, Store] | None = None,
-                 virtual_objects: Mapping[str, Store] | None = None, virtual_services: Store | None = None) -> None:
+                 tokens: ServiceAccountTokens, virtual_objects: Mapping[str, Store] | None = None,
+                 virtual_services: Store | None = None) -> None:
         self.config = config
         self.vcluster_name = vcluster_name
         self.host_namespace = host_namespace
@@ -136,6 +137,7 @@ class PodReconciler:
         self.host_objects = dict(host_objects or {})
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects, by key
         self.virtual_objects = dict(virtual_objects or {})
+        self.tokens = tokens
         self.virtual_services = virtual_services if virtual_services is not None else Store(
             indexers={NAMESPACE_INDEX: lambda o: []})
 
@@ -181,7 +183,7 @@ class PodReconciler:
             if hpod is not None:
                 await self._virtual_gone(key, name, hpod)
             else:
-                await self._delete_unowned_token_secret(namespace, name)
+                await self.tokens.forget(namespace, name)
             return None
         if hpod is not None and self._stale(hpod, vpod):
             await self._replace_stale(key, name, vpod, hpod)
@@ -257,74 +259,11 @@ class PodReconciler:
         if missing:
             return await self._wait(vpod, missing)
         self._waiting.pop(object_key(vpod), None)
-        secret = await self._tokens(vpod, desired)
+        secret = await self.tokens.apply(vpod, desired)
         created = await self._create_host(vpod, desired, decision.runtime_class)
         if secret is not None and created is not None:
-            await self._own_token_secret(secret, created)
+            await self.tokens.own(secret, created)
         return None
-
-    # ------------------------------------------------------------------ service-account tokens (section 3.1)
-
-    async def _tokens(self, vpod: Obj, desired: Obj) -> str | None:
-        """Replace the token projections of `desired` by tokens requested from the virtual API server for the
-        pod's service account (podtranslate.tokens). In Secret mode the tokens are written to the host
-        Secret first; returns its name (to be owned by the host pod once it exists), else None."""
-        sources = tokens.token_sources(desired["spec"])
-        if not sources:
-            return None
-        meta = vpod["metadata"]
-        sa = (vpod.get("spec") or {}).get("serviceAccountName") or "default"
-        issued = []
-        for src in sources:
-            answer = await self.virtual.token_request(meta["namespace"], sa,
-                                                      tokens.token_request(src, meta["name"], meta.get("uid", "")))
-            token = (answer.get("status") or {}).get("token")
-            if not isinstance(token, str) or not token:
-                raise ReconcileError(f"the virtual API server returned no token for service account "
-                                     f"{meta['namespace']}/{sa}")
-            issued.append((src, token))
-        secret_name = (translate.host_pod_name(f"{meta['name']}-sa-token", meta["namespace"], self.vcluster_name)
-                       if self.config.use_secrets_for_tokens else None)
-        data = tokens.apply_tokens(desired["spec"], desired["metadata"]["annotations"], issued,
-                                   secret_name=secret_name, suffix=lambda: "".join(
-                                       secrets.choice(string.ascii_lowercase + string.digits) for _ in range(8)))
-        if secret_name is None:
-            return None
-        secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": data, "metadata": {
-            "name": secret_name, "namespace": self.host_namespace,
-            "labels": {translate.MANAGED_BY: self.vcluster_name},
-            "annotations": {translate.OBJECT_NAME: meta["name"], translate.OBJECT_NAMESPACE: meta["namespace"]}}}
-        try:
-            await self.host.create(SECRETS, secret, self.host_namespace)
-        except ApiError as e:
-            if not e.already_exists:
-                raise
-            encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
-            await self.host.patch(SECRETS, secret_name, {"data": encoded}, self.host_namespace)  # an earlier try's
-        return secret_name
-
-    async def _delete_unowned_token_secret(self, namespace: str, name: str) -> None:
-        """A virtual pod that went before its host pod was created may leave the token Secret written for it
-        (it has no owner yet for the garbage collector): delete it. Only Secrets in the metadata cache, so
-        this costs nothing when there is none."""
-        secret = translate.host_pod_name(f"{name}-sa-token", namespace, self.vcluster_name)
-        store = self.host_objects.get(SECRET)
-        if not self.config.use_secrets_for_tokens or store is None or \
-                store.get(f"{self.host_namespace}/{secret}") is None:
-            return
-        try:
-            await self.host.delete(SECRETS, secret, self.host_namespace)
-            log.info("deleted token secret %s/%s: virtual pod %s/%s is gone", self.host_namespace, secret,
-                     namespace, name)
-        except ApiError as e:
-            if not e.not_found:
-                raise
-
-    async def _own_token_secret(self, name: str, hpod: Obj) -> None:
-        """Make the host pod the owner of its token Secret, so that the Secret goes with the pod."""
-        meta = hpod["metadata"]
-        owner = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
-        await self.host.patch(SECRETS, name, {"metadata": {"ownerReferences": [owner]}}, self.host_namespace)
 
     # ------------------------------------------------------------------ dependencies (section 3.1)
 

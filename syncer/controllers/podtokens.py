@@ -1,0 +1,114 @@
+"""Service-account tokens for host pods: the I/O around podtranslate/tokens.py (behaviour.md section 3.1).
+
+Follows vcluster's `translateProjectedVolume` (translator.go) and `SATokenSecret`/`SetPodAsOwner`
+(token/sa_token_secret.go): a TokenRequest against the virtual API server per token projection, bound to
+the virtual pod; the tokens go into a host pod annotation, or with `useSecretsForSATokens` into the host
+Secret `<host name of <pod>-sa-token>`, which the host pod then owns so that it goes with the pod. A Secret
+written for a pod that never reached the host is deleted with the virtual pod.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import secrets
+import string
+from typing import Any
+
+from syncer.controllers import translate
+from syncer.controllers.podtranslate import tokens
+from syncer.kube.cache import Store
+from syncer.kube.client import ApiError, KubeClient
+from syncer.kube.controller import ReconcileError
+from syncer.kube.resources import SECRETS
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+_SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
+
+
+class ServiceAccountTokens:
+    """Requests tokens for host pods and keeps their Secrets (Secret mode).
+
+    Args:
+        virtual: client of the virtual API server (TokenRequests).
+        host: client of the host API server (token Secrets).
+        host_namespace, vcluster_name: where host pods live and how objects are named there.
+        use_secrets: `sync.toHost.pods.useSecretsForSATokens`.
+        host_secrets: metadata cache of the host Secrets in `host_namespace` (which token Secrets exist).
+    """
+
+    def __init__(self, virtual: KubeClient, host: KubeClient, *, host_namespace: str, vcluster_name: str,
+                 use_secrets: bool, host_secrets: Store | None = None) -> None:
+        self.virtual = virtual
+        self.host = host
+        self.host_namespace = host_namespace
+        self.vcluster_name = vcluster_name
+        self.use_secrets = use_secrets
+        self.host_secrets = host_secrets
+
+    def secret_name(self, namespace: str, name: str) -> str:
+        """The host Secret of virtual pod `namespace/name`'s tokens."""
+        return translate.host_pod_name(f"{name}-sa-token", namespace, self.vcluster_name)
+
+    async def apply(self, vpod: Obj, desired: Obj) -> str | None:
+        """Replace the token projections of the host pod `desired` (mutated) by tokens requested from the
+        virtual API server for the pod's service account. In Secret mode the tokens are written to the host
+        Secret first; returns its name (to be owned by the host pod once it exists), else None.
+
+        Raises:
+            ApiError: a TokenRequest or the Secret write failed.
+            ReconcileError: the virtual API server answered without a token.
+        """
+        sources = tokens.token_sources(desired["spec"])
+        if not sources:
+            return None
+        meta = vpod["metadata"]
+        sa = (vpod.get("spec") or {}).get("serviceAccountName") or "default"
+        issued = []
+        for src in sources:
+            answer = await self.virtual.token_request(meta["namespace"], sa,
+                                                      tokens.token_request(src, meta["name"], meta.get("uid", "")))
+            token = (answer.get("status") or {}).get("token")
+            if not isinstance(token, str) or not token:
+                raise ReconcileError(f"the virtual API server returned no token for service account "
+                                     f"{meta['namespace']}/{sa}")
+            issued.append((src, token))
+        name = self.secret_name(meta["namespace"], meta["name"]) if self.use_secrets else None
+        data = tokens.apply_tokens(desired["spec"], desired["metadata"]["annotations"], issued, secret_name=name,
+                                   suffix=lambda: "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(8)))
+        if name is None:
+            return None
+        secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": data, "metadata": {
+            "name": name, "namespace": self.host_namespace, "labels": {translate.MANAGED_BY: self.vcluster_name},
+            "annotations": {translate.OBJECT_NAME: meta["name"], translate.OBJECT_NAMESPACE: meta["namespace"]}}}
+        try:
+            await self.host.create(SECRETS, secret, self.host_namespace)
+        except ApiError as e:
+            if not e.already_exists:
+                raise
+            encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+            await self.host.patch(SECRETS, name, {"data": encoded}, self.host_namespace)  # an earlier try's
+        return name
+
+    async def own(self, name: str, hpod: Obj) -> None:
+        """Make the host pod the owner of its token Secret, so that the Secret goes with the pod."""
+        meta = hpod["metadata"]
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+        await self.host.patch(SECRETS, name, {"metadata": {"ownerReferences": [owner]}}, self.host_namespace)
+
+    async def forget(self, namespace: str, name: str) -> None:
+        """Virtual pod `namespace/name` is gone and has no host pod: delete a token Secret written for it
+        (it has no owner yet for the garbage collector). Costs nothing when the cache shows none."""
+        secret = self.secret_name(namespace, name)
+        if not self.use_secrets or self.host_secrets is None or \
+                self.host_secrets.get(f"{self.host_namespace}/{secret}") is None:
+            return
+        try:
+            await self.host.delete(SECRETS, secret, self.host_namespace)
+            log.info("deleted token secret %s/%s: virtual pod %s/%s is gone", self.host_namespace, secret,
+                     namespace, name)
+        except ApiError as e:
+            if not e.not_found:
+                raise
