@@ -1,9 +1,13 @@
 """A Kubernetes client that works on plain dicts, for one cluster.
 
 It uses kubernetes-asyncio for what a client library is for (kubeconfig and in-cluster loading,
-authentication with token refresh, TLS, the HTTP connection pool) and calls the REST API directly with
-`_preload_content=False`, so objects stay plain JSON dicts: the generated models reject some valid
-server data and cost time to build.
+authentication with token refresh, TLS and the connection pool) and sends the REST requests itself over
+that connection pool, so objects stay plain JSON dicts: the generated models reject some valid server
+data and cost time to build, and the library's request path costs per request what a controller pays
+for every object (a recursive walk of the body, and an `aiohttp` session with `trust_env`, which looks
+up `~/.netrc` on a worker thread and the proxy variables on every request). The proxy a request goes
+through is resolved once per client instead: the kubeconfig's `proxy-url`, else the standard
+`HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` variables, as client-go's `ProxyFromEnvironment` does.
 
 Every failure is an `ApiError`, including connection errors and timeouts (status 0), so callers handle
 one exception type and can log the verb, resource and cluster it came from.
@@ -14,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -111,6 +117,15 @@ class KubeClient:
         self.api.user_agent = user_agent  # shows up in the API servers' audit logs
         self.cluster = cluster
         self.request_timeout = request_timeout
+        cfg = api.configuration
+        self._base = str(cfg.host).rstrip("/")
+        self._headers = {"User-Agent": user_agent}
+        self._proxy = proxy_for(self._base, cfg.proxy)
+        self._proxy_headers = cfg.proxy_headers or None
+        self._server_hostname = cfg.tls_server_name or None
+        # The library's pool (its TLS settings and connection limit) without its per-request env lookups
+        self._session = aiohttp.ClientSession(connector=api.rest_client.pool_manager.connector,
+                                              connector_owner=False, trust_env=False, read_bufsize=2 ** 21)
 
     @classmethod
     async def from_kubeconfig(cls, path: str, cluster: str, context: str | None = None,
@@ -139,6 +154,7 @@ class KubeClient:
 
     async def close(self) -> None:
         """Close the connection pool."""
+        await self._session.close()
         await self.api.close()
 
     @staticmethod
@@ -154,13 +170,19 @@ class KubeClient:
                     content_type: str = "application/json", subresource: str | None = None,
                     accept: str = "application/json",
                     timeout: aiohttp.ClientTimeout | float | None = None) -> aiohttp.ClientResponse:
-        headers = {"Accept": accept, "Content-Type": content_type}
+        headers = {**self._headers, "Accept": accept, "Content-Type": content_type}
         label = self._resource_label(res, subresource)
+        query = list(query or [])
+        if not isinstance(timeout, aiohttp.ClientTimeout):
+            timeout = aiohttp.ClientTimeout(total=timeout if timeout is not None else self.request_timeout)
         try:
-            resp: aiohttp.ClientResponse = await self.api.call_api(
-                path, method, query_params=query or [], header_params=headers, body=body,
-                auth_settings=["BearerToken"], _preload_content=False,
-                _request_timeout=timeout if timeout is not None else self.request_timeout)
+            # the library's authentication: a bearer token (refreshed by its hooks), or nothing with certs
+            await self.api.update_params_for_auth(headers, query, ["BearerToken"])
+            url = self._base + path + ("?" + urllib.parse.urlencode(query) if query else "")
+            resp = await self._session.request(
+                method, url, headers=headers, timeout=timeout, proxy=self._proxy, proxy_headers=self._proxy_headers,
+                server_hostname=self._server_hostname,
+                data=None if body is None else json.dumps(body, separators=(",", ":")).encode())
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise ApiError(0, "ConnectionError", str(e) or type(e).__name__, cluster=self.cluster, verb=verb,
                            resource=label) from e
@@ -307,6 +329,17 @@ class KubeClient:
                            cluster=self.cluster, verb="watch", resource=res.qualified) from e
         finally:
             resp.close()  # an unfinished stream cannot go back to the pool
+
+
+def proxy_for(base_url: str, configured: str | None) -> str | None:
+    """The proxy for requests to `base_url`: the kubeconfig's `proxy-url`, else the environment's
+    (`HTTPS_PROXY`/`HTTP_PROXY`, unless `NO_PROXY` names the host), else None. Resolved once per client."""
+    if configured:
+        return configured
+    parts = urllib.parse.urlsplit(base_url)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.netloc):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
 
 
 async def sleep_or_stop(delay: float, stop: asyncio.Event) -> bool:

@@ -1,0 +1,102 @@
+"""The floor: the API work of an initial sync done by a minimal script, with the syncer's HTTP client
+library (aiohttp) and its concurrency (2 RuntimeClass writers, 4 pod writers) and no controller logic.
+
+    python -m bench.floor --host URL --virtual URL
+
+It lists the host RuntimeClasses and creates the matching ones in the virtual cluster, lists the virtual
+pods, creates a host pod for each pod whose class matches (the virtual spec with the host name, labels
+and the vcluster workload service account) and writes one SyncWarning Event for each refused pod. It
+exits when everything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+
+from bench.servers import HOST_NAMESPACE, SELECTOR_LABEL, VCLUSTER
+
+Obj = dict[str, Any]
+RC_PATH = "/apis/node.k8s.io/v1/runtimeclasses"
+JSON = {"Content-Type": "application/json", "Accept": "application/json"}
+
+
+async def _pool(workers: int, items: list[Obj], work: Callable[[Obj], Awaitable[None]]) -> None:
+    queue: asyncio.Queue[Obj] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while not queue.empty():
+            await work(queue.get_nowait())
+
+    await asyncio.gather(*(worker() for _ in range(workers)))
+
+
+async def _post(session: aiohttp.ClientSession, url: str, body: Obj) -> None:
+    async with session.post(url, data=json.dumps(body), headers=JSON) as resp:
+        await resp.read()
+        if resp.status >= 400:
+            raise RuntimeError(f"POST {url}: {resp.status}")
+
+
+async def _get(session: aiohttp.ClientSession, url: str) -> Obj:
+    async with session.get(url, headers=JSON) as resp:
+        data: Obj = json.loads(await resp.read())
+        return data
+
+
+async def run(host: str, virtual: str) -> None:
+    """Do the floor's API work against the two servers (base URLs)."""
+    async with aiohttp.ClientSession() as session:
+        classes, pods = await asyncio.gather(_get(session, host + RC_PATH), _get(session, virtual + "/api/v1/pods"))
+        matching = {rc["metadata"]["name"]: rc for rc in classes["items"]
+                    if (rc["metadata"].get("labels") or {}).get(SELECTOR_LABEL[0]) == SELECTOR_LABEL[1]}
+
+        async def write_class(rc: Obj) -> None:
+            meta = rc["metadata"]
+            await _post(session, virtual + RC_PATH, {
+                "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "handler": rc["handler"],
+                "metadata": {"name": meta["name"], "labels": meta.get("labels") or {},
+                             "annotations": meta.get("annotations") or {}},
+                **{k: rc[k] for k in ("overhead", "scheduling") if k in rc}})
+
+        async def write_pod(pod: Obj) -> None:
+            meta, spec = pod["metadata"], pod["spec"]
+            if spec.get("runtimeClassName") not in matching:
+                await _post(session, f"{virtual}/api/v1/namespaces/{meta['namespace']}/events", {
+                    "apiVersion": "v1", "kind": "Event",
+                    "metadata": {"name": f"{meta['name']}.floor", "namespace": meta["namespace"]},
+                    "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": meta["namespace"],
+                                       "name": meta["name"], "uid": meta["uid"]},
+                    "reason": "SyncWarning", "type": "Warning", "count": 1, "source": {"component": "pod-syncer"},
+                    "message": f'did not sync pod "{meta["name"]}" to host because its runtime class is refused'})
+                return
+            host_spec = {k: v for k, v in spec.items() if k not in ("serviceAccount", "nodeName")}
+            host_spec["serviceAccountName"] = f"vc-workload-{VCLUSTER}"
+            await _post(session, f"{host}/api/v1/namespaces/{HOST_NAMESPACE}/pods", {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{meta['name']}-x-{meta['namespace']}-x-{VCLUSTER}",
+                             "labels": {**(meta.get("labels") or {}), "vcluster.loft.sh/managed-by": VCLUSTER},
+                             "annotations": {**(meta.get("annotations") or {}),
+                                             "vcluster.loft.sh/object-uid": meta["uid"]}},
+                "spec": host_spec})
+
+        await asyncio.gather(_pool(2, list(matching.values()), write_class), _pool(4, pods["items"], write_pod))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--host", required=True)
+    ap.add_argument("--virtual", required=True)
+    args = ap.parse_args()
+    asyncio.run(run(args.host, args.virtual))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Benchmark 1, initial sync: N host RuntimeClasses (half matching) and N virtual pods (a fifth refused),
+from the process start to the last write seen by a watch, for the syncer and for the floor.
+
+Converged means: every matching class exists in the virtual cluster, every allowed pod has its host pod,
+and every refused pod has its SyncWarning Event.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import harness
+from bench.servers import HOST_NAMESPACE, matches, refused
+
+
+@dataclass
+class SyncRun:
+    """One initial sync: wall seconds from process start to convergence, and the process's CPU seconds."""
+
+    wall: float
+    cpu: float
+
+
+async def one(n: int, who: str) -> SyncRun:
+    """Run one initial sync of size n by `who` ("syncer" or "floor") against fresh servers."""
+    classes = sum(1 for i in range(n) if matches(i))
+    refusals = sum(1 for i in range(n) if refused(i, n))
+    with tempfile.TemporaryDirectory() as tmp:
+        async with harness.servers(Path(tmp), n, n) as s, harness.observers(
+                f"{s.host}/api/v1/namespaces/{HOST_NAMESPACE}/pods", f"{s.virtual}/api/v1/events",
+                f"{s.virtual}/apis/node.k8s.io/v1/runtimeclasses") as (hpods, events, vrcs):
+            proc = harness.start_syncer(s) if who == "syncer" else harness.start_floor(s)
+            try:
+                cpu = 0.0
+
+                def converged() -> bool:
+                    nonlocal cpu
+                    done = (len(hpods.seen) >= n - refusals and len(vrcs.seen) >= classes
+                            and sum(1 for e in events.seen.values() if e.get("reason") == "SyncWarning") >= refusals)
+                    if done:
+                        cpu = proc.cpu  # read at once: what came before convergence
+                    return done
+
+                done_at = await hpods.wait_for(converged)  # any observer's change wakes the check
+                return SyncRun(done_at - proc.started, cpu)
+            finally:
+                proc.stop()
