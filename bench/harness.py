@@ -105,14 +105,18 @@ class Process:
 def start_syncer(s: Servers, *, config: Path = CONFIG, probe_port: int = 0, extra: tuple[str, ...] = ()) -> Process:
     """Start `runtimeclass-syncer run` as a user would (default log level, logs to a file)."""
     log = (s.workdir / "syncer.log").open("ab")
-    profile = os.environ.get("BENCH_PROFILE")  # a file: the syncer runs under cProfile and writes it there
-    args = [sys.executable, *(["-m", "cProfile", "-o", profile] if profile else []), "-m", "syncer", "run", "--config", str(config), "--virtual-kubeconfig",
+    args = [sys.executable, "-m", "syncer", "run", "--config", str(config), "--virtual-kubeconfig",
             str(s.virtual_kubeconfig), "--host-kubeconfig", str(s.host_kubeconfig), "--vcluster-name", VCLUSTER,
             "--host-namespace", HOST_NAMESPACE, *extra]
     if probe_port:
         args += ["--health-probe-bind-address", f"127.0.0.1:{probe_port}"]
     started = time.perf_counter()
-    return Process(subprocess.Popen(args, stdout=log, stderr=log, cwd=ROOT), started, log)
+    proc = subprocess.Popen(args, stdout=log, stderr=log, cwd=ROOT)
+    profile = os.environ.get("BENCH_PROFILE")  # a file: py-spy samples the syncer (on-CPU only) into it
+    if profile:
+        subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw", "-r", "200",
+                          "-o", profile, "--pid", str(proc.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return Process(proc, started, log)
 
 
 def start_floor(s: Servers) -> Process:

@@ -17,10 +17,12 @@ from bench.servers import HOST_NAMESPACE, matches, refused
 
 @dataclass
 class SyncRun:
-    """One initial sync: wall seconds from process start to convergence, and the process's CPU seconds."""
+    """One initial sync: wall seconds from process start to convergence, the process's CPU seconds, and
+    the CPU seconds the API servers' process spent meanwhile (serving it and the observers)."""
 
     wall: float
     cpu: float
+    server_cpu: float
 
 
 async def one(n: int, who: str) -> SyncRun:
@@ -31,6 +33,7 @@ async def one(n: int, who: str) -> SyncRun:
         async with harness.servers(Path(tmp), n, n) as s, harness.observers(
                 f"{s.host}/api/v1/namespaces/{HOST_NAMESPACE}/pods", f"{s.virtual}/api/v1/events",
                 f"{s.virtual}/apis/node.k8s.io/v1/runtimeclasses") as (hpods, events, vrcs):
+            server_cpu = harness.cpu_seconds(s.proc.pid)
             proc = harness.start_syncer(s) if who == "syncer" else harness.start_floor(s)
             try:
                 cpu = 0.0
@@ -44,6 +47,6 @@ async def one(n: int, who: str) -> SyncRun:
                     return done
 
                 done_at = await hpods.wait_for(converged)  # any observer's change wakes the check
-                return SyncRun(done_at - proc.started, cpu)
+                return SyncRun(done_at - proc.started, cpu, harness.cpu_seconds(s.proc.pid) - server_cpu)
             finally:
                 proc.stop()

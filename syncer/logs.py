@@ -26,6 +26,10 @@ def setup(fmt: str = "text", level: int = logging.INFO) -> None:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    # What no record here uses is not collected (the logging HOWTO's "Optimization": caller, thread and
+    # process information), so a record costs its message and its line, and nothing below the level
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -193,8 +193,9 @@ class Syncer:
         self.virtual_pods = Store(indexers={RC_INDEX: _rc_index})
         self.host_pods = Store(transform=_host_pod_transform, indexers={RC_INDEX: _host_rc_index})
 
-        self.pod_queue = WorkQueue("pod", on_add=lambda _: m.workqueue_adds.labels("pod").inc())
-        self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: m.workqueue_adds.labels("runtimeclass").inc())
+        pod_adds, rc_adds = m.workqueue_adds.labels("pod"), m.workqueue_adds.labels("runtimeclass")
+        self.pod_queue = WorkQueue("pod", on_add=lambda _: pod_adds.inc())
+        self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: rc_adds.inc())
         self.recorder = EventRecorder(virtual, "pod-syncer", options.instance)
 
         # Metadata-only caches of what host pods reference (section 3.1): no ConfigMap or Secret content

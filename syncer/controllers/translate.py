@@ -6,13 +6,13 @@ host pod name and metadata, behaviour.md sections 2 and 3 for what is copied.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 from syncer.controllers.podtranslate import downward, environment
+from syncer.kube.jsonutil import copy_json
 from syncer.controllers.podtranslate.references import Dependency, translate_references
 
 Obj = dict[str, Any]
@@ -77,7 +77,7 @@ def virtual_runtime_class(host_rc: Obj) -> Obj:
     out: Obj = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": out_meta}
     for f in RC_SPEC_FIELDS:
         if host_rc.get(f) is not None:
-            out[f] = copy.deepcopy(host_rc[f])
+            out[f] = copy_json(host_rc[f])
     return out
 
 
@@ -150,7 +150,7 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
                         OBJECT_UID: meta.get("uid", ""), OBJECT_KIND: POD_KIND})
     if (vpod.get("spec") or {}).get("runtimeClassName"):
         annotations[VIRTUAL_RUNTIME_CLASS] = vpod["spec"]["runtimeClassName"]
-    spec = copy.deepcopy(vpod.get("spec") or {})
+    spec = copy_json(vpod.get("spec") or {})
     for k in ("serviceAccountName", "serviceAccount", "priority", "priorityClassName", "overhead"):
         spec.pop(k, None)
     spec["automountServiceAccountToken"] = False

@@ -34,6 +34,9 @@ class Change:
     resource: APIResource
     obj: Obj
     old: Obj | None
+    # watch-event lines already encoded, by event type: encoded once for every watcher (the watch cache's
+    # shared serialization in kube-apiserver)
+    wire: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 class Expired(Exception):

@@ -16,7 +16,6 @@ one exception type and can log the verb, resource and cluster it came from.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import urllib.parse
 import urllib.request
@@ -29,6 +28,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from syncer import __version__
+from syncer.kube import jsonutil
 from syncer.kube.resources import PODS, SERVICEACCOUNTS, APIResource
 
 log = logging.getLogger(__name__)
@@ -182,7 +182,7 @@ class KubeClient:
             resp = await self._session.request(
                 method, url, headers=headers, timeout=timeout, proxy=self._proxy, proxy_headers=self._proxy_headers,
                 server_hostname=self._server_hostname,
-                data=None if body is None else json.dumps(body, separators=(",", ":")).encode())
+                data=None if body is None else jsonutil.dumps(body))
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise ApiError(0, "ConnectionError", str(e) or type(e).__name__, cluster=self.cluster, verb=verb,
                            resource=label) from e
@@ -195,7 +195,7 @@ class KubeClient:
     def _error(self, verb: str, label: str, resp: aiohttp.ClientResponse, raw: bytes) -> ApiError:
         reason, message = resp.reason or "", raw.decode("utf-8", "replace")[:500]
         try:
-            status = json.loads(raw)
+            status = jsonutil.loads(raw)
             if isinstance(status, dict) and status.get("kind") == "Status":
                 reason, message = status.get("reason") or reason, status.get("message") or message
         except ValueError:
@@ -216,7 +216,7 @@ class KubeClient:
         finally:
             resp.release()
         try:
-            data = json.loads(raw) if raw else {}
+            data = jsonutil.loads(raw) if raw else {}
         except ValueError as e:
             raise ApiError(resp.status, "BadResponse", f"response is not JSON: {e}", cluster=self.cluster,
                            verb=verb, resource=label) from e
@@ -319,7 +319,7 @@ class KubeClient:
                 if not line.strip():
                     continue
                 try:
-                    event = json.loads(line)
+                    event = jsonutil.loads(line)
                     yield WatchEvent(str(event["type"]), event["object"])
                 except (ValueError, KeyError, TypeError) as e:
                     log.warning("%s cluster: skipped a malformed %s watch event (%s): %.200r",

@@ -56,6 +56,11 @@ class Controller:
         self.forbidden: dict[tuple[str, str, str], str] = {}  # (cluster, verb, resource) -> message
         self._forbidden_keys: dict[tuple[str, str, str], set[str]] = {}  # cleared as those keys succeed
         metrics.workqueue_depth.labels(name=queue.name).set_function(lambda: len(queue))
+        # the labelled series, looked up once (a lookup per reconcile costs more than the increment)
+        self._results = {r: metrics.reconcile_total.labels(name, r) for r in ("success", "requeue_after", "error")}
+        self._errors = metrics.reconcile_errors.labels(name)
+        self._retries = metrics.workqueue_retries.labels(queue.name)
+        self._time = metrics.reconcile_time.labels(name)
 
     def start_first_pass(self, keys: set[str]) -> None:
         """Track the keys queued at start-up; `first_pass_done` is set once each was reconciled once
@@ -96,12 +101,12 @@ class Controller:
                 self.queue.forget(key)
                 self._clear_forbidden(key)
                 if requeue_after is not None:
-                    self.metrics.reconcile_total.labels(self.name, "requeue_after").inc()
+                    self._results["requeue_after"].inc()
                     self.queue.add_after(key, requeue_after)
                 else:
-                    self.metrics.reconcile_total.labels(self.name, "success").inc()
+                    self._results["success"].inc()
             finally:
-                self.metrics.reconcile_time.labels(self.name).observe(time.perf_counter() - start)
+                self._time.observe(time.perf_counter() - start)
             self.queue.done(key)
             if self.first_pass:
                 self.first_pass.discard(key)
@@ -117,9 +122,9 @@ class Controller:
                 log.info("%s: %s %s on the %s cluster is allowed again", self.name, cause[1], cause[2], cause[0])
 
     def _failed(self, key: str, e: Exception) -> None:
-        self.metrics.reconcile_total.labels(self.name, "error").inc()
-        self.metrics.reconcile_errors.labels(self.name).inc()
-        self.metrics.workqueue_retries.labels(self.queue.name).inc()
+        self._results["error"].inc()
+        self._errors.inc()
+        self._retries.inc()
         retries = self.queue.num_requeues(key)
         if isinstance(e, ApiError) and e.status == 403:
             cause = (e.cluster, e.verb, e.resource)
