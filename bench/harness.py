@@ -61,10 +61,11 @@ class Servers:
 
 
 @contextlib.asynccontextmanager
-async def servers(workdir: Path, classes: int = 0, pods: int = 0) -> AsyncIterator[Servers]:
-    """Start `bench.servers` seeded with `classes` host RuntimeClasses and `pods` virtual pods."""
+async def servers(workdir: Path, classes: int = 0, pods: int = 0, latency: int = 0) -> AsyncIterator[Servers]:
+    """Start `bench.servers` seeded with `classes` host RuntimeClasses and `pods` virtual pods (and the
+    objects of `latency` changes of each kind)."""
     proc = subprocess.Popen([sys.executable, "-m", "bench.servers", "--workdir", str(workdir), "--classes",
-                             str(classes), "--pods", str(pods)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             str(classes), "--pods", str(pods), "--latency", str(latency)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True, cwd=ROOT)
     assert proc.stdout is not None and proc.stdin is not None
     line = await asyncio.to_thread(proc.stdout.readline)
@@ -119,11 +120,22 @@ def start_syncer(s: Servers, *, config: Path = CONFIG, probe_port: int = 0, extr
     return Process(proc, started, log)
 
 
-def start_floor(s: Servers) -> Process:
-    """Start the floor script of the initial sync."""
+def start_floor(s: Servers, script: str = "bench.floor") -> Process:
+    """Start a floor script (the initial sync's by default); its standard output is a pipe (`announced`)."""
     started = time.perf_counter()
-    return Process(subprocess.Popen([sys.executable, "-m", "bench.floor", "--host", s.host, "--virtual",
-                                     s.virtual], cwd=ROOT), started)
+    return Process(subprocess.Popen([sys.executable, "-m", script, "--host", s.host, "--virtual", s.virtual],
+                                    cwd=ROOT, stdout=subprocess.PIPE), started)
+
+
+async def announced(proc: Process, line: bytes) -> None:
+    """Wait until the process prints `line` (a floor script telling that its watches are open).
+
+    Raises:
+        RuntimeError: the process ended first."""
+    assert proc.proc.stdout is not None
+    while (got := await asyncio.to_thread(proc.proc.stdout.readline)) != line + b"\n":
+        if not got:
+            raise RuntimeError(f"{proc.proc.args} ended before printing {line!r}")
 
 
 @dataclass

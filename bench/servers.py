@@ -87,8 +87,17 @@ def _put(server: EmbeddedAPIServer, res: APIResource, ns: str, obj: Obj) -> None
     server._create_obj(res, ns, obj)  # in-process: seeding must not cost the measured processes anything
 
 
-def seed(host: EmbeddedAPIServer, virtual: EmbeddedAPIServer, classes: int, pods: int) -> None:
-    """Fill both servers directly (see the module docstring)."""
+def latency_class(kind: str, i: int) -> Obj:
+    """A class the change-latency benchmark changes: `lat-relabel-i` and `lat-delete-i` match (they are
+    synced, then relabelled or deleted), `lat-gate-i` does not (pod `gated-i` waits for it)."""
+    rc = host_class(i, matching=kind != "gate")
+    rc["metadata"]["name"] = f"lat-{kind}-{i}"
+    return rc
+
+
+def seed(host: EmbeddedAPIServer, virtual: EmbeddedAPIServer, classes: int, pods: int, latency: int = 0) -> None:
+    """Fill both servers directly (see the module docstring); with `latency` K, also K classes of each kind
+    of `latency_class` and K virtual pods `gated-i` in `default` naming `lat-gate-i`."""
     _put(host, NAMESPACES, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOST_NAMESPACE}})
     dns = host_pod_name("kube-dns", "kube-system", VCLUSTER)
     _put(host, SERVICES, HOST_NAMESPACE, {"apiVersion": "v1", "kind": "Service", "metadata": {
@@ -106,14 +115,20 @@ def seed(host: EmbeddedAPIServer, virtual: EmbeddedAPIServer, classes: int, pods
     for i in range(pods):
         pod = virtual_pod(i, classes)
         _put(virtual, PODS, pod["metadata"]["namespace"], pod)
+    for i in range(latency):
+        for kind in ("relabel", "delete", "gate"):
+            _put(host, RUNTIMECLASSES, "", latency_class(kind, i))
+        pod = virtual_pod(i, classes, rc=f"lat-gate-{i}")
+        pod["metadata"].update(name=f"gated-{i}", namespace="default")
+        _put(virtual, PODS, "default", pod)
 
 
-async def serve(workdir: Path, classes: int, pods: int) -> None:
+async def serve(workdir: Path, classes: int, pods: int, latency: int = 0) -> None:
     """Seed, start both servers, announce them on stdout, serve until stdin closes."""
-    history = 4 * (classes + pods) + 10_000
+    history = 4 * (classes + pods + 4 * latency) + 10_000
     async with EmbeddedAPIServer("host", history_size=history) as host, \
             EmbeddedAPIServer("virtual", runtime_class_admission=False, history_size=history) as virtual:
-        seed(host, virtual, classes, pods)
+        seed(host, virtual, classes, pods, latency)
         host.write_kubeconfig(workdir / "host.kubeconfig", HOST_NAMESPACE)
         virtual.write_kubeconfig(workdir / "virtual.kubeconfig")
         print(json.dumps({"host": host.url, "virtual": virtual.url, "pid": os.getpid()}), flush=True)
@@ -126,9 +141,10 @@ def main() -> None:
     ap.add_argument("--workdir", required=True, type=Path)
     ap.add_argument("--classes", type=int, default=0)
     ap.add_argument("--pods", type=int, default=0)
+    ap.add_argument("--latency", type=int, default=0, help="objects for K changes of each kind (bench.latency)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    asyncio.run(serve(args.workdir, args.classes, args.pods))
+    asyncio.run(serve(args.workdir, args.classes, args.pods, args.latency))
 
 
 if __name__ == "__main__":

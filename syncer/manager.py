@@ -37,7 +37,7 @@ from syncer.controllers.pods import FORCE_SYNC, NAMESPACE_INDEX, SERVICE, PodRec
 from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate.references import CONFIGMAP, PVC, SECRET
 from syncer.controllers.runtimeclasses import RuntimeClassReconciler
-from syncer.kube.cache import Store, object_key
+from syncer.kube.cache import Store, object_key, packed_equal
 from syncer.kube.client import KubeClient
 from syncer.kube.controller import Controller
 from syncer.kube.events import EventRecorder
@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 RC_INDEX = "runtimeClassName"
+# What event handlers and indexes read of a cached pod's spec and status; the rest stays packed.
+POD_PACKED = {"spec": ("runtimeClassName", "nodeName"), "status": ("startTime",)}
+RC_PACKED: dict[str, tuple[str, ...]] = {"overhead": (), "scheduling": ()}
 
 
 @dataclass
@@ -146,7 +149,7 @@ def _host_rc_index(hpod: Obj) -> list[str]:
 def _pod_changed(old: Obj, new: Obj) -> bool:
     """A virtual pod change the pod reconciler must look at (not just a status write)."""
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
-    return (old.get("spec") != new.get("spec") or om.get("labels") != nm.get("labels")
+    return (not packed_equal(old, new, "spec") or om.get("labels") != nm.get("labels")
             or om.get("annotations") != nm.get("annotations")
             or om.get("deletionTimestamp") != nm.get("deletionTimestamp") or om.get("uid") != nm.get("uid"))
 
@@ -188,10 +191,12 @@ class Syncer:
         self.metrics = metrics or Metrics()
         m = self.metrics
 
-        self.host_rcs = Store()
-        self.virtual_rcs = Store()
-        self.virtual_pods = Store(indexers={RC_INDEX: _rc_index})
-        self.host_pods = Store(transform=_host_pod_transform, indexers={RC_INDEX: _host_rc_index})
+        # Caches keep large fields packed (kube/cache.py); handlers and indexes read only the sub-fields left
+        # decoded, reconcilers decode the object they work on.
+        self.host_rcs = Store(packed=RC_PACKED)
+        self.virtual_rcs = Store(packed=RC_PACKED)
+        self.virtual_pods = Store(indexers={RC_INDEX: _rc_index}, packed=POD_PACKED)
+        self.host_pods = Store(transform=_host_pod_transform, indexers={RC_INDEX: _host_rc_index}, packed=POD_PACKED)
 
         pod_adds, rc_adds = m.workqueue_adds.labels("pod"), m.workqueue_adds.labels("runtimeclass")
         self.pod_queue = WorkQueue("pod", on_add=lambda _: pod_adds.inc())

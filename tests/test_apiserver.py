@@ -211,3 +211,33 @@ async def test_restart_keeps_or_wipes_state(clusters: Clusters) -> None:
     with pytest.raises(ApiError) as err:
         await h.get(RUNTIMECLASSES, "a")
     assert err.value.not_found
+
+
+async def test_chunked_list_with_continue_tokens(clusters: Clusters) -> None:
+    h = clusters.host
+    for name in ("a", "b", "c", "d", "e"):
+        await h.create(RUNTIMECLASSES, rc(name))
+    first = await h.list(RUNTIMECLASSES, limit=2)
+    assert [o["metadata"]["name"] for o in first["items"]] == ["a", "b"]
+    assert first["metadata"]["remainingItemCount"] == 3 and first["metadata"]["continue"]
+    second = await h.list(RUNTIMECLASSES, limit=2, continue_token=first["metadata"]["continue"])
+    assert [o["metadata"]["name"] for o in second["items"]] == ["c", "d"]
+    assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]  # the first chunk's
+    last = await h.list(RUNTIMECLASSES, limit=2, continue_token=second["metadata"]["continue"])
+    assert [o["metadata"]["name"] for o in last["items"]] == ["e"] and "continue" not in last["metadata"]
+
+
+async def test_continue_token_too_old_is_410_with_the_real_message(clusters: Clusters) -> None:
+    h = clusters.host
+    for name in ("a", "b", "c"):
+        await h.create(RUNTIMECLASSES, rc(name))
+    token = (await h.list(RUNTIMECLASSES, limit=1))["metadata"]["continue"]
+    await h.create(RUNTIMECLASSES, rc("d"))
+    clusters.host_server.storage.expire_history()  # etcd compacted past the token's revision
+    with pytest.raises(ApiError) as e:
+        await h.list(RUNTIMECLASSES, limit=1, continue_token=token)
+    assert e.value.expired and e.value.reason == "Expired"
+    assert e.value.message.startswith("The provided continue parameter is too old to display a consistent list")
+    with pytest.raises(ApiError) as bad:
+        await h.list(RUNTIMECLASSES, limit=1, continue_token="not-a-token")
+    assert bad.value.status == 400

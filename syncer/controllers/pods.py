@@ -165,7 +165,7 @@ class PodReconciler:
         if namespace is None:
             log.warning("pod key %r has no namespace; ignored", key)
             return None
-        vpod = self.virtual_pods.get(key)
+        vpod = self.virtual_pods.full(key)
         if vpod is not None:
             problem = translate.pod_shape_error(vpod)
             if problem is not None:
@@ -175,7 +175,7 @@ class PodReconciler:
                     log.warning("skipped virtual pod %s: %s", key, problem)
                 return None
             self._skipped.pop(key, None)
-        hpod = self.host_pods.get(self.host_key(namespace, name))
+        hpod = self.host_pods.full(self.host_key(namespace, name))
         if hpod is not None and not self.owns(hpod, namespace, name):
             hpod = None  # same name, another owner: never touched (create reports the conflict)
         if vpod is None:

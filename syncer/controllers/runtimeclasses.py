@@ -68,7 +68,7 @@ class RuntimeClassReconciler:
         Raises:
             PatchFailed: a patch failed for this object.
         """
-        host = self.host_rcs.get(name)
+        host = self.host_rcs.full(name)
         if host is None or not runtime_class_matches(self.config, host):
             return None
         out = virtual_runtime_class(host)  # callers have checked runtime_class_shape_error(host)
@@ -79,8 +79,8 @@ class RuntimeClassReconciler:
 
     async def reconcile(self, name: str) -> float | None:
         """Bring virtual RuntimeClass `name` to the desired state. Raises ApiError to be retried."""
-        host = self.host_rcs.get(name)
-        actual = self.virtual_rcs.get(name)
+        host = self.host_rcs.full(name)
+        actual = self.virtual_rcs.full(name)
         if is_controlled_by_other(host) or is_controlled_by_other(actual):
             return None
         problem = runtime_class_shape_error(host) if host is not None else None

@@ -455,16 +455,51 @@ class EmbeddedAPIServer:
 
     def _list(self, request: web.Request, res: APIResource, namespace: str | None) -> web.Response:
         matches = self._selectors(request)
-        items = [o for (ns, _), o in sorted(self.storage.objects(res).items())
-                 if (namespace is None or ns == namespace) and matches(o)]
-        rv = str(self.storage.rv)
+        rv = self.storage.rv
+        start: tuple[str, str] | None = None
+        if request.query.get("continue"):
+            rv, start = self._continue_from(request.query["continue"])
+        items = [o for key, o in sorted(self.storage.objects(res).items())
+                 if (start is None or key > start) and (namespace is None or key[0] == namespace) and matches(o)]
+        meta: Obj = {"resourceVersion": str(rv)}
+        limit = request.query.get("limit", "")
+        if limit.isdigit() and 0 < int(limit) < len(items):
+            # Chunked lists (the reflector asks for 500 at a time): the token carries the first chunk's
+            # resourceVersion and the last key served. Later chunks show the objects as they are now, not as
+            # of that resourceVersion (no snapshots here); a watch from it delivers every change anyway.
+            remaining = len(items) - int(limit)
+            items, last = items[:int(limit)], items[int(limit) - 1]["metadata"]
+            meta["continue"] = base64.urlsafe_b64encode(json.dumps({
+                "v": "meta.k8s.io/v1", "rv": rv, "start": [last.get("namespace", ""), last["name"]]}).encode()).decode()
+            meta["remainingItemCount"] = remaining
         if "as=Table" in request.headers.get("Accept", ""):
-            return _json_response(to_table(res, items, rv, request.query.get("includeObject", "")))
+            return _json_response(to_table(res, items, str(rv), request.query.get("includeObject", "")))
         if _wants_metadata(request):
             return _json_response({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                                      "metadata": {"resourceVersion": rv}, "items": [_metadata(o) for o in items]})
-        return _json_response({"kind": f"{res.kind}List", "apiVersion": res.api_version,
-                                  "metadata": {"resourceVersion": rv}, "items": items})
+                                   "metadata": meta, "items": [_metadata(o) for o in items]})
+        return _json_response({"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta,
+                               "items": items})
+
+    def _continue_from(self, token: str) -> tuple[int, tuple[str, str]]:
+        """The resourceVersion and last key of a continue token (apiserver's storage `continue.go`).
+
+        Raises:
+            StatusError: 400 for a token that does not decode; 410 Expired when its resourceVersion has
+                been compacted, with the real server's message."""
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token.encode()))
+            rv, (ns, name) = int(data["rv"]), data["start"]
+        except (ValueError, KeyError, TypeError):
+            raise StatusError(400, "continue key is not valid: incorrect encoded start resourceVersion "
+                                   "(version meta.k8s.io/v1)") from None
+        if rv < self.storage.compacted:
+            raise StatusError(410, "The provided continue parameter is too old to display a consistent list "
+                                   "result. You can start a new list without the continue parameter, or use the "
+                                   "continue token in this response to retrieve the remainder of the results. "
+                                   "Continuing with the provided token results in an inconsistent list - objects "
+                                   "that were created, modified, or deleted between the time the first chunk was "
+                                   "returned and now may show up in the list.", "Expired")
+        return rv, (str(ns), str(name))
 
     async def _watch(self, request: web.Request, res: APIResource, namespace: str | None) -> web.StreamResponse:
         matches = self._selectors(request)

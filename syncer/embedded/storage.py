@@ -77,6 +77,11 @@ class Storage:
         self._watchers: set[Watcher] = set()
         self.changed = asyncio.Event()  # set on every change; tests clear it and wait (no polling)
 
+    @property
+    def compacted(self) -> int:
+        """Every change at or below this resourceVersion is gone from the history."""
+        return self._compacted
+
     def next_rv(self) -> int:
         """Take the next resourceVersion."""
         self.rv += 1

@@ -1,7 +1,10 @@
 """The in-memory cache an informer keeps current (client-go's `cache.Indexer`).
 
 Objects are stored after a `transform` that keeps only the fields the reconcilers read (and always
-drops `managedFields`), keyed like client-go's `MetaNamespaceKeyFunc` (`namespace/name`, or `name` for
+drops `managedFields`), then packed: the top-level fields named in `packed` (a pod's `spec` and `status`,
+say) are kept as compact JSON bytes, with only the sub-fields that event handlers and indexes read left
+decoded beside them. A Python dict tree costs about five times its JSON text, and a reconcile decodes
+the one object it works on (`full`) in microseconds. Objects are keyed like client-go's `MetaNamespaceKeyFunc` (`namespace/name`, or `name` for
 cluster-scoped objects). Named indexes map an index value to the keys of the objects that carry it
 (e.g. virtual pods by `spec.runtimeClassName`), so a lookup costs the size of the answer, not of the
 cache.
@@ -9,10 +12,13 @@ cache.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from syncer.kube import jsonutil
+
 Obj = dict[str, Any]
+PACKED = "__packed__"  # cache-only key: field name -> its JSON bytes
 Transform = Callable[[Obj], Obj]
 IndexFunc = Callable[[Obj], list[str]]
 
@@ -47,16 +53,53 @@ def strip_managed_fields(obj: Obj) -> Obj:
     return obj
 
 
+def pack(obj: Obj, fields: Mapping[str, tuple[str, ...]]) -> Obj:
+    """`obj` with each top-level field of `fields` that is a JSON object replaced by the listed sub-fields
+    only, its whole value kept encoded under `PACKED`. E.g. `pack(pod, {"spec": ("nodeName",)})`."""
+    packed: dict[str, bytes] = {}
+    out = dict(obj)
+    for name, keep in fields.items():
+        value = obj.get(name)
+        if isinstance(value, dict):
+            packed[name] = jsonutil.dumps_compact(value)
+            out[name] = {k: value[k] for k in keep if k in value}
+    if packed:
+        out[PACKED] = packed
+    return out
+
+
+def unpack(obj: Obj) -> Obj:
+    """The whole object of a packed one (a new dict; `obj` itself when nothing was packed)."""
+    packed = obj.get(PACKED)
+    if not packed:
+        return obj
+    out = {k: v for k, v in obj.items() if k != PACKED}
+    for name, raw in packed.items():
+        out[name] = jsonutil.loads(raw)
+    return out
+
+
+def packed_equal(old: Obj, new: Obj, name: str) -> bool:
+    """Whether field `name` is the same in two cached objects, packed or not."""
+    po, pn = old.get(PACKED) or {}, new.get(PACKED) or {}
+    if name in po or name in pn:
+        return bool(po.get(name) == pn.get(name))
+    return bool(old.get(name) == new.get(name))
+
+
 class Store:
     """Objects by key with optional indexes. Single event loop; not thread-safe.
 
     Args:
         transform: applied to every object before it is stored (default: drop managedFields).
-        indexers: index name -> function returning the index values of an object.
+        indexers: index name -> function returning the index values of an object (they see it packed).
+        packed: top-level field -> the sub-fields left decoded (see `pack`); `full` gives the whole object.
     """
 
-    def __init__(self, transform: Transform | None = None, indexers: dict[str, IndexFunc] | None = None) -> None:
+    def __init__(self, transform: Transform | None = None, indexers: dict[str, IndexFunc] | None = None,
+                 packed: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self._transform = transform or strip_managed_fields
+        self._packed = dict(packed or {})
         self._items: dict[str, Obj] = {}
         self._indexers = indexers or {}
         self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
@@ -68,8 +111,14 @@ class Store:
         return key in self._items
 
     def get(self, key: str) -> Obj | None:
-        """The cached object for a key, or None. Treat it as read-only."""
+        """The cached object for a key, or None, with its packed fields reduced to the sub-fields kept
+        decoded. Treat it as read-only."""
         return self._items.get(key)
+
+    def full(self, key: str) -> Obj | None:
+        """The whole cached object for a key (packed fields decoded into a new dict), or None."""
+        obj = self._items.get(key)
+        return unpack(obj) if obj is not None else None
 
     def list_keys(self) -> list[str]:
         """A snapshot of all keys (client-go's ListKeys)."""
@@ -95,6 +144,8 @@ class Store:
         """
         key = object_key(obj)
         new = self._transform(obj)
+        if self._packed:
+            new = pack(new, self._packed)
         values = {name: fn(new) for name, fn in self._indexers.items()}  # may raise: nothing changed yet
         old = self._items.get(key)
         if old is not None:

@@ -235,11 +235,18 @@ class KubeClient:
         return q
 
     async def list(self, res: APIResource, namespace: str | None = None, *, label_selector: str | None = None,
-                   field_selector: str | None = None, metadata_only: bool = False) -> Obj:
+                   field_selector: str | None = None, metadata_only: bool = False, limit: int | None = None,
+                   continue_token: str | None = None) -> Obj:
         """List objects. Returns the `<Kind>List` dict (`items`, `metadata.resourceVersion`); with
-        `metadata_only` a `PartialObjectMetadataList` (metadata of each object, no data or spec)."""
-        return await self._json("list", res, "GET", res.path(namespace),
-                                query=self._selectors(label_selector, field_selector),
+        `metadata_only` a `PartialObjectMetadataList` (metadata of each object, no data or spec). With
+        `limit`, at most that many items and, when more remain, `metadata.continue`: the token that asks for
+        the next chunk (`continue_token`; 410 Expired when it is too old)."""
+        query = self._selectors(label_selector, field_selector)
+        if limit:
+            query.append(("limit", str(limit)))
+        if continue_token:
+            query.append(("continue", continue_token))
+        return await self._json("list", res, "GET", res.path(namespace), query=query,
                                 accept=METADATA_LIST_ACCEPT if metadata_only else "application/json")
 
     async def get(self, res: APIResource, name: str, namespace: str | None = None) -> Obj:

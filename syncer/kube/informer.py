@@ -81,6 +81,7 @@ class Informer:
         metadata_only: list and watch `PartialObjectMetadata` (metadata only, as controller-runtime's
             metadata informers): for objects whose content the syncer must never hold, such as Secrets.
         watch_timeout: seconds the server keeps one watch open before it is re-opened (jittered x1-2).
+        page_size: items per list chunk (client-go's reflector pages by 500).
         backoff: retry policy for failures.
     Attributes:
         synced: set once the first list has been stored.
@@ -89,8 +90,9 @@ class Informer:
 
     def __init__(self, client: KubeClient, resource: APIResource, store: Store, *, namespace: str | None = None,
                  label_selector: str | None = None, watch_timeout: int = 300, backoff: Backoff | None = None,
-                 name: str | None = None, metadata_only: bool = False) -> None:
+                 name: str | None = None, metadata_only: bool = False, page_size: int = 500) -> None:
         self.client = client
+        self.page_size = page_size
         self.metadata_only = metadata_only
         self.resource = resource
         self.store = store
@@ -148,15 +150,25 @@ class Informer:
         self._errors_seen.clear()
 
     async def _list(self) -> None:
-        result = await self.client.list(self.resource, self.namespace, label_selector=self.label_selector,
-                                        metadata_only=self.metadata_only)
-        items = result.get("items") or []
-        rv = str((result.get("metadata") or {}).get("resourceVersion") or "")
+        # In chunks of `page_size`, as client-go's reflector lists (its pager asks for 500): each chunk is
+        # decoded and cached before the next arrives, so a large list never sits in memory whole.
         seen: set[str] = set()
-        for raw in items:
-            key = self._apply_upsert(raw, listing=True)
-            if key is not None:
-                seen.add(key)
+        rv, token = "", None
+        while True:
+            result = await self.client.list(self.resource, self.namespace, label_selector=self.label_selector,
+                                            metadata_only=self.metadata_only, limit=self.page_size,
+                                            continue_token=token)
+            meta = result.get("metadata") or {}
+            rv = rv or str(meta.get("resourceVersion") or "")
+            items = list(reversed(result.get("items") or []))
+            del result
+            while items:  # popped as cached: what is cached is no longer held decoded twice
+                key = self._apply_upsert(items.pop(), listing=True)
+                if key is not None:
+                    seen.add(key)
+            token = meta.get("continue") or None
+            if not token:
+                break
         for key in self.store.list_keys():
             if key not in seen:
                 old = self.store.delete(key)
