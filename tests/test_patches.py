@@ -16,7 +16,7 @@ from syncer.config.model import load_config, parse_config
 from syncer.controllers.translate import virtual_runtime_class
 from syncer.kube.resources import EVENTS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
-from syncer.patches.apply import Patcher
+from syncer.patches.apply import PatchFailed, Patcher
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, rc, rc_config, running_syncer
 from tests.test_cli import run_cli
 
@@ -304,3 +304,48 @@ async def test_patch_results_that_a_server_cannot_decode_are_patch_failures(clus
     (event,) = events.values()
     assert event["message"] == ('runtime class "gvisor": patch "metadata.annotations["n"]" failed: the result at '
                                 'metadata.annotations["n"] must be a string, got 42')
+
+
+async def test_one_v8_call_per_object_gives_the_in_order_result_and_names_a_failing_patch() -> None:
+    host = virtual_runtime_class({**GVISOR, "metadata": {**GVISOR["metadata"], "uid": "u1"}})
+    independent = with_patches(
+        {"path": "metadata.labels['tier']", "expression": "context.hostObject.handler + '-tier'"},
+        {"path": "scheduling.nodeSelector.sandbox", "expression": "value.toUpperCase()"},
+        {"path": "scheduling.tolerations[*].key", "expression": "value === 'dedicated' ? null : value"})
+    patcher = await Patcher.create(parse_config(independent), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None and patcher.batched and patcher.engine is not None
+    try:
+        before = patcher.engine.evaluations
+        batched = await patcher.apply(host, host, None)
+        assert patcher.engine.evaluations - before == 4  # one per place, all in one call
+        patcher.batched = False
+        assert await patcher.apply(host, host, None) == batched
+        assert batched["metadata"]["labels"]["tier"] == "runsc-tier"
+        assert batched["scheduling"]["nodeSelector"]["sandbox"] == "GVISOR"
+        assert [t.get("key") for t in batched["scheduling"]["tolerations"]] == ["sandbox", None]
+    finally:
+        await patcher.close()
+
+    failing = with_patches({"path": "handler", "expression": "value"},
+                           {"path": "scheduling.nodeSelector.sandbox", "expression": "value.nope()"})
+    patcher = await Patcher.create(parse_config(failing), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None and patcher.batched
+    try:
+        with pytest.raises(PatchFailed) as e:
+            await patcher.apply(host, host, None)
+        assert e.value.path == "scheduling.nodeSelector.sandbox" and "TypeError" in e.value.reason
+    finally:
+        await patcher.close()
+
+
+async def test_overlapping_patches_run_in_order() -> None:
+    doc = with_patches({"path": "scheduling.tolerations[0]", "expression": "null"},
+                       {"path": "scheduling.tolerations[0].key", "expression": "value + '-second'"})
+    patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None and not patcher.batched
+    try:
+        host = virtual_runtime_class(GVISOR)
+        out = await patcher.apply(host, host, None)
+        assert [t["key"] for t in out["scheduling"]["tolerations"]] == ["dedicated-second"]  # saw the deletion
+    finally:
+        await patcher.close()
