@@ -25,8 +25,9 @@ class SyncRun:
     server_cpu: float
 
 
-async def one(n: int, who: str) -> SyncRun:
-    """Run one initial sync of size n by `who` ("syncer" or "floor") against fresh servers."""
+async def one(n: int, who: str, config: Path = harness.CONFIG) -> SyncRun:
+    """Run one initial sync of size n by `who` ("syncer" or "floor") against fresh servers (the syncer with
+    `config`)."""
     classes = sum(1 for i in range(n) if matches(i))
     refusals = sum(1 for i in range(n) if refused(i, n))
     with tempfile.TemporaryDirectory() as tmp:
@@ -34,7 +35,7 @@ async def one(n: int, who: str) -> SyncRun:
                 f"{s.host}/api/v1/namespaces/{HOST_NAMESPACE}/pods", f"{s.virtual}/api/v1/events",
                 f"{s.virtual}/apis/node.k8s.io/v1/runtimeclasses") as (hpods, events, vrcs):
             server_cpu = harness.cpu_seconds(s.proc.pid)
-            proc = harness.start_syncer(s) if who == "syncer" else harness.start_floor(s)
+            proc = harness.start_syncer(s, config=config) if who == "syncer" else harness.start_floor(s)
             try:
                 cpu = 0.0
 

@@ -349,3 +349,24 @@ async def test_overlapping_patches_run_in_order() -> None:
         assert [t["key"] for t in out["scheduling"]["tolerations"]] == ["dedicated-second"]  # saw the deletion
     finally:
         await patcher.close()
+
+
+async def test_integers_javascript_cannot_hold_are_refused_naming_where() -> None:
+    doc = with_patches({"path": "scheduling.tolerations[*].tolerationSeconds", "expression": "value + 1"})
+    patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None
+    host = virtual_runtime_class(rc("big", "runsc", {"environment": "development"}, scheduling={"tolerations": [
+        {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2 ** 60}]}))
+    try:
+        with pytest.raises(PatchFailed) as e:
+            await patcher.apply(host, host, None)
+        assert "context.hostObject.scheduling.tolerations[0].tolerationSeconds holds an integer beyond 2^53 - 1" \
+            in e.value.reason
+        small = {**host, "scheduling": {"tolerations": [{**host["scheduling"]["tolerations"][0],
+                                                         "tolerationSeconds": 30}]}}
+        with pytest.raises(PatchFailed) as e:  # the value itself, with the context objects fine
+            await patcher.apply(host, small, None)
+        assert "scheduling.tolerations[0].tolerationSeconds holds an integer beyond 2^53 - 1" in e.value.reason
+        assert (await patcher.apply(small, small, None))["scheduling"]["tolerations"][0]["tolerationSeconds"] == 31
+    finally:
+        await patcher.close()

@@ -23,6 +23,8 @@ import time
 from importlib import resources
 from typing import Any
 
+import orjson
+
 MAX_SAFE_INTEGER = 2**53 - 1
 
 
@@ -64,6 +66,14 @@ def find_unsafe_integer(value: Any, where: str = "") -> str | None:
             if found:
                 return found
     return None
+
+
+def _strict_dumps(value: Any) -> str:
+    """JSON text of `value`. Raises TypeError for an integer beyond 2^53 - 1 (or what is not JSON)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER).decode()
+    except orjson.JSONEncodeError as e:
+        raise TypeError(str(e)) from None
 
 
 def _first_line(e: BaseException) -> str:
@@ -159,12 +169,15 @@ class JSEngine:
         Raises:
             PatchError: an integer beyond 2^53 - 1 in either object (the message says where).
         """
-        for label, obj in (("hostObject", host_obj), ("virtualObject", virtual_obj)):
-            bad = find_unsafe_integer(obj)
-            if bad:
-                raise PatchError(f"context.{label}.{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot "
-                                 "represent exactly")
-        return json.dumps({"hostObject": host_obj, "virtualObject": virtual_obj})
+        try:  # orjson refuses integers beyond 2^53 - 1 itself; the walk below only names where
+            return _strict_dumps({"hostObject": host_obj, "virtualObject": virtual_obj})
+        except TypeError:
+            for label, obj in (("hostObject", host_obj), ("virtualObject", virtual_obj)):
+                bad = find_unsafe_integer(obj)
+                if bad:
+                    raise PatchError(f"context.{label}.{bad} holds an integer beyond 2^53 - 1 that JavaScript "
+                                     "cannot represent exactly") from None
+            raise
 
     async def run_object(self, objects: str, calls: list[tuple[int, Any, bool, str]]) -> list[Any]:
         """Evaluate patch functions for one object.
@@ -188,13 +201,17 @@ class JSEngine:
     async def _run_locked(self, objects: str, calls: list[tuple[int, Any, bool, str]]) -> list[Any]:
         if self._ctx is None:
             await self.start()
-        for _, value, _, path in calls:
-            bad = find_unsafe_integer(value, path)
-            if bad:
-                raise PatchError(f"{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot represent exactly")
-        batch = json.dumps({"objects": objects,
-                            "calls": [{"i": i, "value": v, "valueExists": e, "path": p} for i, v, e, p in calls]})
-        raw = await self._eval(f"__rcs.runBatch({json.dumps(batch)})")
+        try:
+            batch = _strict_dumps({"objects": objects, "calls": [{"i": i, "value": v, "valueExists": e, "path": p}
+                                                                  for i, v, e, p in calls]})
+        except TypeError:
+            for _, value, _, path in calls:
+                bad = find_unsafe_integer(value, path)
+                if bad:
+                    raise PatchError(f"{bad} holds an integer beyond 2^53 - 1 that JavaScript cannot represent "
+                                     "exactly") from None
+            raise
+        raw = await self._eval(f"__rcs.runBatch({orjson.dumps(batch).decode()})")
         self.evaluations += len(calls)
         if not isinstance(raw, str):
             raise PatchError(f"the expression returned something that is not JSON: {raw!r}")
