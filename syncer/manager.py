@@ -37,7 +37,8 @@ from syncer.controllers.pods import FORCE_SYNC, NAMESPACE_INDEX, SERVICE, PodRec
 from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate.references import CONFIGMAP, PVC, SECRET
 from syncer.controllers.runtimeclasses import RuntimeClassReconciler
-from syncer.kube.cache import Store, object_key, packed_equal
+from syncer.kube.cache import Store, field_equal, object_key, rest_equal
+from syncer.kube.cache import field as cached_field
 from syncer.kube.client import KubeClient
 from syncer.kube.controller import Controller
 from syncer.kube.events import EventRecorder
@@ -53,9 +54,10 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 RC_INDEX = "runtimeClassName"
-# What event handlers and indexes read of a cached pod's spec and status; the rest stays packed.
-POD_PACKED = {"spec": ("runtimeClassName", "nodeName"), "status": ("startTime",)}
-RC_PACKED: dict[str, tuple[str, ...]] = {"overhead": (), "scheduling": ()}
+# What event handlers and indexes read of a cached object without decoding it; the rest stays packed.
+IDENTITY = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+POD_PACKED = {"metadata": IDENTITY, "spec": ("runtimeClassName", "nodeName"), "status": ("startTime",)}
+RC_PACKED = {"metadata": (*IDENTITY, "labels"), "overhead": (), "scheduling": ()}
 
 
 @dataclass
@@ -129,7 +131,7 @@ def _own_key(obj: Obj) -> list[str]:
 
 
 def _virtual_key_of_host_pod(hpod: Obj) -> list[str]:
-    key = translate.virtual_key_of_host_pod(hpod)
+    key = translate.virtual_key_of_host_pod({"metadata": cached_field(hpod, "metadata")})
     return [key] if key is not None else []
 
 
@@ -141,7 +143,7 @@ def _rc_index(pod: Obj) -> list[str]:
 
 def _host_rc_index(hpod: Obj) -> list[str]:
     """Host pods by the runtime class their virtual pod named (finds orphans whose virtual pod is gone)."""
-    ann = (hpod.get("metadata") or {}).get("annotations")
+    ann = (cached_field(hpod, "metadata") or {}).get("annotations")
     rcn = ann.get(translate.VIRTUAL_RUNTIME_CLASS) if isinstance(ann, dict) else None
     return [rcn] if isinstance(rcn, str) and rcn else []
 
@@ -149,8 +151,8 @@ def _host_rc_index(hpod: Obj) -> list[str]:
 def _pod_changed(old: Obj, new: Obj) -> bool:
     """A virtual pod change the pod reconciler must look at (not just a status write)."""
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
-    return (not packed_equal(old, new, "spec") or om.get("labels") != nm.get("labels")
-            or om.get("annotations") != nm.get("annotations")
+    # metadata besides identity is packed: labels, annotations (and owners, finalizers) compare encoded
+    return (not field_equal(old, new, "spec") or not rest_equal(old, new, "metadata")
             or om.get("deletionTimestamp") != nm.get("deletionTimestamp") or om.get("uid") != nm.get("uid"))
 
 

@@ -54,18 +54,26 @@ def strip_managed_fields(obj: Obj) -> Obj:
 
 
 def pack(obj: Obj, fields: Mapping[str, tuple[str, ...]]) -> Obj:
-    """`obj` with each top-level field of `fields` that is a JSON object replaced by the listed sub-fields
-    only, its whole value kept encoded under `PACKED`. E.g. `pack(pod, {"spec": ("nodeName",)})`."""
+    """`obj` with each top-level field of `fields` that is a JSON object reduced to the listed sub-fields,
+    the rest of it kept encoded under `PACKED`. E.g. `pack(pod, {"spec": ("nodeName",)})`."""
     packed: dict[str, bytes] = {}
     out = dict(obj)
     for name, keep in fields.items():
         value = obj.get(name)
         if isinstance(value, dict):
-            packed[name] = jsonutil.dumps_compact(value)
+            packed[name] = jsonutil.dumps_compact({k: v for k, v in value.items() if k not in keep})
             out[name] = {k: value[k] for k in keep if k in value}
     if packed:
         out[PACKED] = packed
     return out
+
+
+def field(obj: Obj, name: str) -> Any:
+    """Top-level field `name` of a cached object, whole (decoded when packed; a new dict then)."""
+    raw = (obj.get(PACKED) or {}).get(name)
+    if raw is None:
+        return obj.get(name)
+    return {**obj[name], **jsonutil.loads(raw)}
 
 
 def unpack(obj: Obj) -> Obj:
@@ -74,17 +82,20 @@ def unpack(obj: Obj) -> Obj:
     if not packed:
         return obj
     out = {k: v for k, v in obj.items() if k != PACKED}
-    for name, raw in packed.items():
-        out[name] = jsonutil.loads(raw)
+    for name in packed:
+        out[name] = field(obj, name)
     return out
 
 
-def packed_equal(old: Obj, new: Obj, name: str) -> bool:
-    """Whether field `name` is the same in two cached objects, packed or not."""
-    po, pn = old.get(PACKED) or {}, new.get(PACKED) or {}
-    if name in po or name in pn:
-        return bool(po.get(name) == pn.get(name))
-    return bool(old.get(name) == new.get(name))
+def rest_equal(old: Obj, new: Obj, name: str) -> bool:
+    """Whether the packed rest of field `name` (all but its sub-fields kept decoded) is the same in two
+    cached objects, compared encoded."""
+    return bool((old.get(PACKED) or {}).get(name) == (new.get(PACKED) or {}).get(name))
+
+
+def field_equal(old: Obj, new: Obj, name: str) -> bool:
+    """Whether top-level field `name` is the same in two cached objects, packed or not."""
+    return rest_equal(old, new, name) and old.get(name) == new.get(name)
 
 
 class Store:
