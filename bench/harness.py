@@ -46,7 +46,7 @@ def rss_bytes(pid: int) -> int:
 class Servers:
     """The running API servers' process: base URLs and kubeconfig paths."""
 
-    proc: subprocess.Popen[str]
+    proc: asyncio.subprocess.Process
     host: str
     virtual: str
     workdir: Path
@@ -64,11 +64,11 @@ class Servers:
 async def servers(workdir: Path, classes: int = 0, pods: int = 0, latency: int = 0) -> AsyncIterator[Servers]:
     """Start `bench.servers` seeded with `classes` host RuntimeClasses and `pods` virtual pods (and the
     objects of `latency` changes of each kind)."""
-    proc = subprocess.Popen([sys.executable, "-m", "bench.servers", "--workdir", str(workdir), "--classes",
-                             str(classes), "--pods", str(pods), "--latency", str(latency)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, cwd=ROOT)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.servers", "--workdir", str(workdir), "--classes", str(classes), "--pods",
+        str(pods), "--latency", str(latency), stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
     assert proc.stdout is not None and proc.stdin is not None
-    line = await asyncio.to_thread(proc.stdout.readline)
+    line = await proc.stdout.readline()
     if not line:
         raise RuntimeError("the benchmark API servers did not start")
     info = json.loads(line)
@@ -76,7 +76,7 @@ async def servers(workdir: Path, classes: int = 0, pods: int = 0, latency: int =
         yield Servers(proc, info["host"], info["virtual"], workdir)
     finally:
         proc.stdin.close()
-        await asyncio.to_thread(proc.wait)
+        await proc.wait()
 
 
 @dataclass
@@ -135,7 +135,7 @@ async def announced(proc: Process, line: bytes) -> None:
     assert proc.proc.stdout is not None
     while (got := await asyncio.to_thread(proc.proc.stdout.readline)) != line + b"\n":
         if not got:
-            raise RuntimeError(f"{proc.proc.args} ended before printing {line!r}")
+            raise RuntimeError(f"{proc.proc.args!r} ended before printing {line!r}")
 
 
 @dataclass

@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -89,6 +90,7 @@ async def one(who: str, changes: int, n: int = 1000, pace: float = 0.01, seed: i
                     churn = asyncio.create_task(_churn(session, s.virtual, n, stop))
                     for kind, i in plan:
                         sent[kind, i] = time.perf_counter()
+                        body: dict[str, Any] | None
                         if kind == "relabel":
                             url, body, method = f"{s.host}{rc_path}/lat-relabel-{i}", {
                                 "metadata": {"labels": {"tier": None}}}, "PATCH"

@@ -16,7 +16,7 @@ from syncer.config.model import load_config, parse_config
 from syncer.controllers.translate import virtual_runtime_class
 from syncer.kube.resources import EVENTS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
-from syncer.patches.apply import PatchFailed, Patcher
+from syncer.patches.apply import Patcher, PatchFailed
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, rc, rc_config, running_syncer
 from tests.test_cli import run_cli
 

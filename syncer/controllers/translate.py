@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncer.controllers.podtranslate import downward, environment
-from syncer.kube.jsonutil import copy_json
 from syncer.controllers.podtranslate.references import Dependency, translate_references
+from syncer.kube.jsonutil import copy_json
 
 Obj = dict[str, Any]
 

@@ -1,13 +1,13 @@
 """The in-memory cache an informer keeps current (client-go's `cache.Indexer`).
 
 Objects are stored after a `transform` that keeps only the fields the reconcilers read (and always
-drops `managedFields`), then packed: the top-level fields named in `packed` (a pod's `spec` and `status`,
-say) are kept as compact JSON bytes, with only the sub-fields that event handlers and indexes read left
-decoded beside them. A Python dict tree costs about five times its JSON text, and a reconcile decodes
-the one object it works on (`full`) in microseconds. Objects are keyed like client-go's `MetaNamespaceKeyFunc` (`namespace/name`, or `name` for
-cluster-scoped objects). Named indexes map an index value to the keys of the objects that carry it
-(e.g. virtual pods by `spec.runtimeClassName`), so a lookup costs the size of the answer, not of the
-cache.
+drops `managedFields`), then packed: of the top-level fields named in `packed` (a pod's `metadata`, `spec`
+and `status`, say) only the sub-fields that event handlers and indexes read stay decoded, the rest is kept
+as compact JSON bytes. A Python dict tree costs about five times its JSON text, and a reconcile decodes
+the one object it works on (`full`) in microseconds. Objects are keyed like client-go's
+`MetaNamespaceKeyFunc` (`namespace/name`, or `name` for cluster-scoped objects). Named indexes map an
+index value to the keys of the objects that carry it (e.g. virtual pods by `spec.runtimeClassName`), so a
+lookup costs the size of the answer, not of the cache.
 """
 
 from __future__ import annotations

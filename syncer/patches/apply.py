@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncer.config.model import RC_PATH, Patch, SyncerConfig
-from syncer.patches.engine import CompileError, EngineUnavailable, JSEngine, PatchError
 from syncer.kube.jsonutil import copy_json
+from syncer.patches.engine import CompileError, EngineUnavailable, JSEngine, PatchError
 from syncer.patches.path import Index, Key, Match, Segment, Wildcard, parse, resolve
 
 Obj = dict[str, Any]
