@@ -1,0 +1,216 @@
+"""The runtime policy file (`--policy FILE`, behaviour.md section 6): pydantic v2 models and the loader.
+
+```yaml
+defaultRuntimeClassName: gvisor
+requireRuntimeClassName: false
+allowedHandlers: [runsc, kata-fc]
+namespaces:
+  team-kata: {defaultRuntimeClassName: kata-fc}
+  "tier=gold": {requireRuntimeClassName: true}
+```
+
+A `namespaces` key containing `=`, `!`, `(` or a space is a label selector over the virtual namespace's
+labels; any other key is a namespace name. Errors are reported like the vcluster.yaml's, every one of them
+in document order, each naming its path (`invalid namespaces["tier=gold"].allowedHandlers: ...`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from syncer.config.model import ConfigError, SyncerConfig, _document_order, _pydantic_errors
+from syncer.config.selector import Selector, SelectorError
+from syncer.config.selector import parse as parse_selector
+
+SELECTOR_CHARS = ("=", "!", "(", " ")
+
+
+class PolicyEntry(BaseModel):
+    """The keys a policy sets, at the top level or for a namespace entry (None = not set here)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    defaultRuntimeClassName: str | None = None
+    requireRuntimeClassName: bool | None = None
+    allowedHandlers: list[str] | None = None
+
+    @field_validator("defaultRuntimeClassName")
+    @classmethod
+    def _name(cls, v: str | None) -> str | None:
+        if v is not None and not v:
+            raise ValueError("must not be empty (leave the key out for no default)")
+        return v
+
+    @field_validator("allowedHandlers")
+    @classmethod
+    def _handlers(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and any(not h for h in v):
+            raise ValueError("a handler name must not be empty")
+        return v
+
+
+class PolicyDocument(PolicyEntry):
+    """The whole file: the top-level keys and the per-namespace overrides."""
+
+    namespaces: dict[str, PolicyEntry] = {}
+
+    @field_validator("namespaces", mode="before")
+    @classmethod
+    def _namespaces(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+
+@dataclass(frozen=True)
+class Effective:
+    """The policy that applies in one namespace: every key resolved (top level, then the entry's keys).
+
+    Attributes:
+        default: the default RuntimeClass name ("" = none).
+        require: strict mode: a pod must end up with a class.
+        handlers: the allowed handlers (None = any handler).
+        entry: which entry applied (`"<top level>"`, a namespace name or a selector key).
+    """
+
+    default: str = ""
+    require: bool = False
+    handlers: tuple[str, ...] | None = None
+    entry: str = "<top level>"
+
+
+def is_selector_key(key: str) -> bool:
+    """Whether a `namespaces` key is a label selector rather than a namespace name."""
+    return any(c in key for c in SELECTOR_CHARS)
+
+
+@dataclass
+class Policy:
+    """A validated policy. `entries` keeps the file's order: names and compiled selectors."""
+
+    top: PolicyEntry = field(default_factory=PolicyEntry)
+    names: dict[str, PolicyEntry] = field(default_factory=dict)
+    selectors: list[tuple[str, Selector, PolicyEntry]] = field(default_factory=list)
+    source: str = ""  # the file it came from ("" = no policy)
+
+    @property
+    def empty(self) -> bool:
+        """No key set anywhere: the syncer behaves exactly as without a policy."""
+        return not self.source
+
+    def effective(self, namespace: str, labels: dict[str, str] | None) -> Effective:
+        """The policy for a virtual namespace with these labels: a namespace-name entry beats a selector
+        entry; among matching selectors the first in the file wins; its keys override the top level's one
+        by one (behaviour.md section 6)."""
+        entry, which = self.names.get(namespace), namespace
+        if entry is None:
+            entry, which = next(((e, key) for key, sel, e in self.selectors if sel.matches(labels or {})),
+                                (None, "<top level>"))
+        return merge(self.top, entry, which)
+
+
+def merge(top: PolicyEntry, entry: PolicyEntry | None, which: str = "<top level>") -> Effective:
+    """`entry`'s keys over `top`'s, key by key."""
+    keys = [top] if entry is None else [top, entry]
+    default, require, handlers = "", False, None
+    for e in keys:
+        if e.defaultRuntimeClassName is not None:
+            default = e.defaultRuntimeClassName
+        if e.requireRuntimeClassName is not None:
+            require = e.requireRuntimeClassName
+        if e.allowedHandlers is not None:
+            handlers = tuple(e.allowedHandlers)
+    return Effective(default, require, handlers, which if entry is not None else "<top level>")
+
+
+def parse_policy(document: Any, config: SyncerConfig, source: str = "policy") -> Policy:
+    """Validate a parsed policy document against the vcluster.yaml it runs with.
+
+    Raises:
+        ConfigError: every problem, in document order, each naming its path.
+    """
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ConfigError([f"invalid policy: the document must be a mapping, not {type(document).__name__}"])
+    errors: list[tuple[str, str]] = []
+    doc: PolicyDocument | None = None
+    try:
+        doc = PolicyDocument.model_validate(document)
+    except ValidationError as e:
+        for path, msg in _pydantic_errors(e):
+            parts = path.split(".", 2)  # a namespace key is quoted, as it may hold dots: namespaces["a.b/c=d"]
+            if parts[0] == "namespaces" and len(parts) > 1:
+                key = path[len("namespaces."):].rsplit(".", 1)[0] if len(parts) > 2 else parts[1]
+                msg = msg.replace(f"invalid namespaces.{key}", f'invalid namespaces["{key}"]', 1)
+            errors.append((path, msg))
+    selectors: list[tuple[str, Selector, PolicyEntry]] = []
+    names: dict[str, PolicyEntry] = {}
+    entries = document.get("namespaces") if isinstance(document.get("namespaces"), dict) else {}
+    for key in entries or {}:
+        path = f"namespaces.{key}"
+        entry = doc.namespaces.get(key) if doc is not None else None
+        if is_selector_key(str(key)):
+            try:
+                sel = parse_selector(str(key))
+            except SelectorError as e:
+                errors.append((path, f'invalid namespaces["{key}"]: not a valid label selector: {e.reason}'))
+                continue
+            if entry is not None:
+                selectors.append((str(key), sel, entry))
+        elif entry is not None:
+            names[str(key)] = entry
+    # The rules that involve the vcluster.yaml are checked on every well-formed key, so one run reports all
+    top_keys = {k: v for k, v in document.items() if k in PolicyEntry.model_fields}
+    located = [("", "", _entry(top_keys)), *((f"namespaces.{k}.", f'namespaces["{k}"].', _entry(v))
+                                            for k, v in (entries or {}).items())]
+    for at, where, entry in located:  # (sort path prefix, message prefix, its well-formed keys)
+        if entry.allowedHandlers is not None and not config.enabled:
+            errors.append((f"{at}allowedHandlers", f"invalid {where}allowedHandlers: needs "
+                           "sync.fromHost.runtimeClasses.enabled: true (the handlers are read from the host "
+                           "RuntimeClasses)"))
+        if entry.defaultRuntimeClassName is not None and config.forced_runtime_class:
+            errors.append((f"{at}defaultRuntimeClassName", f"invalid {where}defaultRuntimeClassName: "
+                           f'sync.toHost.pods.runtimeClassName ("{config.forced_runtime_class}") is forced on '
+                           "every host pod, so a default could never apply"))
+    if errors:
+        order = _document_order(document)
+        raise ConfigError([msg for _, msg in sorted(errors, key=lambda e: order(e[0]))])
+    assert doc is not None
+    return Policy(PolicyEntry(defaultRuntimeClassName=doc.defaultRuntimeClassName,
+                              requireRuntimeClassName=doc.requireRuntimeClassName,
+                              allowedHandlers=doc.allowedHandlers), names, selectors, source)
+
+
+def _entry(doc: Any) -> PolicyEntry:
+    """The well-formed keys of an entry (its errors are reported by the whole-document validation)."""
+    if not isinstance(doc, dict):
+        return PolicyEntry()
+    good: dict[str, Any] = {}
+    for key, value in doc.items():
+        try:
+            PolicyEntry.model_validate({key: value})
+        except ValidationError:
+            continue
+        good[key] = value
+    return PolicyEntry.model_validate(good)
+
+
+def load_policy(path: str | Path, config: SyncerConfig) -> Policy:
+    """Read and validate a policy file (YAML, `yaml.safe_load`).
+
+    Raises:
+        ConfigError: the file cannot be read or parsed, or the policy is invalid.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError([f"cannot read policy {path}: {e.strerror or e}"]) from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError([f"cannot parse policy {path}: {e}"]) from None
+    return parse_policy(document, config, str(path))

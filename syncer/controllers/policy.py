@@ -1,0 +1,99 @@
+"""Runtime policy resolution for one pod (pure): which class it runs with, or why it is refused
+(behaviour.md section 6). The pod reconciler asks this before the gate of section 3; the gate is applied
+here to the class the policy resolved.
+
+Order: the pod's own `runtimeClassName`; else the namespace's default; else, when the policy is strict or
+has a handler list, refused (a forced `sync.toHost.pods.runtimeClassName` satisfies "a class"). The
+resolved class passes the gate; then the class the host pod will run with (the forced one when set)
+passes the handler list. Never a silent downgrade to another class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from syncer.config.model import SyncerConfig
+from syncer.config.policy import Effective
+from syncer.controllers import gate
+
+Obj = dict[str, Any]
+DEFAULTED_REASON = "RuntimeClassDefaulted"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The outcome for one pod.
+
+    Attributes:
+        allowed: whether the pod may sync.
+        runtime_class: the class the pod resolved to ("" = none; the pod's own or the default).
+        defaulted: the class is the namespace's default (the host pod gets it; a Normal event says so).
+        message: the SyncWarning text when refused ("" when allowed).
+    """
+
+    allowed: bool
+    runtime_class: str = ""
+    defaulted: bool = False
+    message: str = ""
+
+
+def defaulted_message(pod: str, runtime_class: str) -> str:
+    """The text of the Normal `RuntimeClassDefaulted` event (behaviour.md section 6)."""
+    return f'synced pod "{pod}" to host with the default runtime class "{runtime_class}"'
+
+
+def handler_of(rc: Obj | None) -> str | None:
+    """The handler of a host RuntimeClass (None when the class or its handler is missing)."""
+    h = (rc or {}).get("handler")
+    return h if isinstance(h, str) else None
+
+
+def usable_classes(config: SyncerConfig, policy: Effective, host_rcs: Iterable[Obj]) -> list[str]:
+    """The host classes a pod in this namespace may name: they pass the gate and the handler list."""
+    out = []
+    for rc in host_rcs:
+        name = (rc.get("metadata") or {}).get("name")
+        if not isinstance(name, str):
+            continue
+        if gate.evaluate(config, "", name, rc).allowed and (
+                policy.handlers is None or handler_of(rc) in policy.handlers):
+            out.append(name)
+    return sorted(out)
+
+
+def resolve(config: SyncerConfig, policy: Effective, pod: str, named: str, host_rc: Callable[[str], Obj | None],
+            usable: Callable[[], list[str]]) -> Resolution:
+    """Resolve pod `pod`, which names class `named` ("" = none), under the namespace's effective policy.
+
+    Args:
+        host_rc: looks up a host RuntimeClass by name (the cache).
+        usable: the classes a pod may name here (only called for the message of a refusal).
+    """
+    rc, defaulted = named, False
+    if not rc and policy.default:
+        rc, defaulted = policy.default, True
+    forced = config.forced_runtime_class
+    if not rc and not forced and (policy.require or policy.handlers is not None):
+        return Resolution(False, "", False, f'did not sync pod "{pod}" to host because it names no runtime class '
+                                            f"and the policy requires one: set spec.runtimeClassName (allowed: "
+                                            f"{', '.join(usable()) or 'none'})")
+    decision = gate.evaluate(config, pod, rc, host_rc(rc) if rc else None)
+    if not decision.allowed:
+        if defaulted:
+            reason = decision.reason.removeprefix(f'the runtime class "{rc}"').strip()
+            return Resolution(False, rc, True, f'did not sync pod "{pod}" to host because its default runtime class '
+                                               f'"{rc}" {reason}')
+        return Resolution(False, rc, False, decision.message)
+    runs_with = forced or rc
+    if policy.handlers is not None and runs_with:
+        handler = handler_of(host_rc(runs_with))
+        if handler not in policy.handlers:
+            why = (f'uses the handler "{handler}", which the policy does not allow (allowed handlers: '
+                   f"{', '.join(policy.handlers) or 'none'})") if handler is not None else (
+                "couldn't be reached in the host, so its handler cannot be checked against the policy")
+            subject = f'its default runtime class "{rc}"' if defaulted and not forced else \
+                f'the runtime class "{runs_with}"'
+            return Resolution(False, rc, defaulted, f'did not sync pod "{pod}" to host because {subject} {why}')
+    return Resolution(True, rc, defaulted)
