@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from syncer import __version__, logs
 from syncer.config.model import ConfigError, SyncerConfig, load_config
+from syncer.config.policy import Policy, load_policy
 from syncer.patches.apply import PatchConfigError, Patcher
 
 log = logging.getLogger("syncer")
@@ -62,9 +63,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="seconds one patch expression may run before it is stopped (default 1)")
     run.add_argument("--patch-memory-limit", type=int, default=64,
                      help="MiB the JavaScript heap of the patches may use (default 64)")
+    run.add_argument("--policy", help="runtime policy file: default class, strict mode, allowed handlers, per "
+                                      "namespace (config/policy.schema.json)")
 
-    val = sub.add_parser("validate", help="check a vcluster.yaml and print every error")
+    val = sub.add_parser("validate", help="check a vcluster.yaml (and a policy file) and print every error")
     val.add_argument("--config", required=True)
+    val.add_argument("--policy", help="runtime policy file to check against the vcluster.yaml")
 
     demo = sub.add_parser("demo", help="run host and virtual API servers in-process, the syncer, and "
                                        "example RuntimeClasses and pods; no cluster needed")
@@ -83,6 +87,18 @@ def _load(path: str) -> SyncerConfig | None:
         for msg in e.errors:
             print(f"error: {msg}", file=sys.stderr)
         return None
+
+
+def _load_policy(path: str | None, config: SyncerConfig) -> tuple[bool, Policy | None]:
+    """(True, the policy or None without --policy), or (False, None) after printing every error."""
+    if not path:
+        return True, None
+    try:
+        return True, load_policy(path, config)
+    except ConfigError as e:
+        for msg in e.errors:
+            print(f"error: {path}: {msg}", file=sys.stderr)
+        return False, None
 
 
 async def _compile_patches(config: SyncerConfig, vcluster_name: str, host_namespace: str,
@@ -105,7 +121,7 @@ async def _check_patches(config: SyncerConfig) -> bool:
     return ok
 
 
-async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
+async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy | None = None) -> int:
     from syncer.kube.client import DEFAULT_USER_AGENT, KubeClient
     from syncer.kube.leader import LeaderElector
     from syncer.manager import Options, Syncer
@@ -147,7 +163,8 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig) -> int:
                 return EXIT_CONFIG
         syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
                                                        host_namespace=args.host_namespace,
-                                                       pod_workers=args.pod_workers), patcher=patcher)
+                                                       pod_workers=args.pod_workers), patcher=patcher,
+                        policy=policy)
         probes = ProbeServer(syncer, args.health_probe_bind_address or None, args.metrics_bind_address or None)
         try:
             await probes.start()
@@ -171,16 +188,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "validate":
         config = _load(args.config)
-        if config is None or (config.rc.patches and not asyncio.run(_check_patches(config))):
+        policy_ok = config is not None and _load_policy(args.policy, config)[0]
+        if config is None or (config.rc.patches and not asyncio.run(_check_patches(config))) or not policy_ok:
             return EXIT_CONFIG
         print(f"{args.config}: valid (runtime class sync {'enabled' if config.enabled else 'disabled'}, "
               f"selector: {str(config.selector) or '<everything>'})")
+        if args.policy:
+            print(f"{args.policy}: valid")
         return EXIT_OK
     if args.command == "run":
         logs.setup(args.log_format, getattr(logging, args.log_level.upper()))
         config = _load(args.config)  # before any API request
         if config is None:
             return EXIT_CONFIG
-        return asyncio.run(_serve(args, config))
+        ok, policy = _load_policy(args.policy, config)
+        if not ok:
+            return EXIT_CONFIG
+        return asyncio.run(_serve(args, config, policy))
     from syncer.demo import main as demo_main
     return demo_main(args)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.config.model import SyncerConfig
+from syncer.config.policy import Policy
 from syncer.controllers import translate
 from syncer.controllers.gate import runtime_class_matches
 from syncer.controllers.pods import FORCE_SYNC, NAMESPACE_INDEX, SERVICE, PodReconciler
@@ -44,7 +45,7 @@ from syncer.kube.controller import Controller
 from syncer.kube.events import EventRecorder
 from syncer.kube.informer import Handlers, Informer
 from syncer.kube.leader import LeaderElector
-from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, RUNTIMECLASSES, SECRETS, SERVICES
+from syncer.kube.resources import CONFIGMAPS, NAMESPACES, PODS, PVCS, RUNTIMECLASSES, SECRETS, SERVICES
 from syncer.kube.watches import enqueue
 from syncer.kube.workqueue import WorkQueue
 from syncer.metrics import Metrics
@@ -185,7 +186,7 @@ class Syncer:
     """
 
     def __init__(self, config: SyncerConfig, host: KubeClient, virtual: KubeClient, options: Options,
-                 metrics: Metrics | None = None, patcher: Patcher | None = None) -> None:
+                 metrics: Metrics | None = None, patcher: Patcher | None = None, policy: Policy | None = None) -> None:
         self.config = config
         self.host = host
         self.virtual = virtual
@@ -197,7 +198,10 @@ class Syncer:
         # decoded, reconcilers decode the object they work on.
         self.host_rcs = Store(packed=RC_PACKED)
         self.virtual_rcs = Store(packed=RC_PACKED)
-        self.virtual_pods = Store(indexers={RC_INDEX: _rc_index}, packed=POD_PACKED)
+        pod_indexes = {RC_INDEX: _rc_index, **({NAMESPACE_INDEX: _namespace_index} if policy is not None else {})}
+        self.virtual_pods = Store(indexers=pod_indexes, packed=POD_PACKED)
+        # The policy's namespace entries read the virtual namespaces' labels (metadata only)
+        self.virtual_namespaces = Store(packed={"metadata": IDENTITY})
         self.host_pods = Store(transform=_host_pod_transform, indexers={RC_INDEX: _host_rc_index}, packed=POD_PACKED)
 
         pod_adds, rc_adds = m.workqueue_adds.labels("pod"), m.workqueue_adds.labels("runtimeclass")
@@ -218,7 +222,8 @@ class Syncer:
             virtual_objects=self.virtual_objects, virtual_services=self.virtual_services,
             tokens=ServiceAccountTokens(virtual, host, host_namespace=options.host_namespace,
                                         vcluster_name=options.vcluster_name, use_secrets=config.use_secrets_for_tokens,
-                                        host_secrets=self.host_objects[SECRET]))
+                                        host_secrets=self.host_objects[SECRET]),
+            policy=policy, namespaces=self.virtual_namespaces if policy is not None else None)
         rc_events = EventRecorder(virtual, "runtimeclass-syncer",
                                   options.instance.replace("pod-syncer", "runtimeclass-syncer", 1))
         self.rc_reconciler = RuntimeClassReconciler(config, self.host_rcs, self.virtual_rcs, virtual, patcher,
@@ -244,6 +249,10 @@ class Syncer:
               for kind, res in FORCE_SYNC_RESOURCES.items()),
             Informer(virtual, SERVICES, self.virtual_services, watch_timeout=wt),  # read at translation only
         ]
+        if policy is not None and policy.selectors:  # a namespace's labels decide which entry applies
+            self.informers.append(enqueue(
+                Informer(virtual, NAMESPACES, self.virtual_namespaces, watch_timeout=wt, metadata_only=True), pq,
+                lambda ns: self.virtual_pods.keys_by_index(NAMESPACE_INDEX, object_key(ns)), on_delete=False))
         self.controllers: list[Controller] = [
             Controller("pod", self.pod_queue, self.pod_reconciler.reconcile, m, workers=options.pod_workers)]
         if config.enabled:

@@ -14,7 +14,9 @@ class Metrics:
     `controller_runtime_reconcile_time_seconds{controller}`; client-go workqueue names:
     `workqueue_depth{name}`, `workqueue_adds_total{name}`, `workqueue_retries_total{name}`; and the
     syncer's own `runtimeclass_syncer_pods_synced_total{runtime_class}` /
-    `runtimeclass_syncer_pods_refused_total{runtime_class}` (runtime_class "" = none named).
+    `runtimeclass_syncer_pods_refused_total{runtime_class}` (runtime_class "" = none named); with a runtime
+    policy, `runtimeclass_syncer_pods_refused_by_policy_total{reason}` and
+    `runtimeclass_syncer_pods_defaulted_total{runtime_class}`.
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -34,6 +36,13 @@ class Metrics:
         self.pods_synced = Counter("runtimeclass_syncer_pods_synced_total",
                                    "Virtual pods created or updated on the host, by runtime class",
                                    ["runtime_class"], registry=r)
+        self.pods_refused_by_policy = Counter(
+            "runtimeclass_syncer_pods_refused_by_policy_total",
+            "Virtual pods held back by the runtime policy, by reason (no_class, handler, default)", ["reason"],
+            registry=r)
+        self.pods_defaulted = Counter("runtimeclass_syncer_pods_defaulted_total",
+                                      "Virtual pods synced with the runtime policy's default class, by class",
+                                      ["runtime_class"], registry=r)
         self.pods_refused = Counter("runtimeclass_syncer_pods_refused_total",
                                     "Virtual pods held back by the RuntimeClass gate, by runtime class",
                                     ["runtime_class"], registry=r)

@@ -89,13 +89,14 @@ async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIte
     host = await KubeClient.from_kubeconfig(str(c.host_kubeconfig), "host")
     virtual = await KubeClient.from_kubeconfig(str(c.virtual_kubeconfig), "virtual")
     patcher = options.pop("patcher", None)
+    policy = options.pop("policy", None)
     # vcluster's own resource syncers keep running beside the sidecar (section 3.1): stood in here
     to_host = config.raw.sync.toHost
     standin = VClusterResourceSyncers(c.virtual, c.host, HOST_NS, VCLUSTER, all_configmaps=to_host.configMaps.all,
                                       all_secrets=to_host.secrets.all)
     syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS,
                                                    watch_timeout=options.pop("watch_timeout", 30), **options),
-                    patcher=patcher)
+                    patcher=patcher, policy=policy)
     stop = asyncio.Event()
     task = asyncio.create_task(syncer.run(stop))
     standin_task = asyncio.create_task(standin.run(stop))

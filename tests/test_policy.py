@@ -1,15 +1,23 @@
 """Runtime policy (behaviour.md section 6): the file's validation and the resolution for a pod, table by
-table. Not yet wired into `run`, the reconciler or the `policy` command (issue 12 is partly done)."""
+table, then over real HTTP through the pod reconciler and the CLI."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import generate_latest
 
 from syncer.config.model import ConfigError, parse_config
 from syncer.config.policy import Effective, parse_policy
 from syncer.controllers.policy import defaulted_message, resolve, usable_classes
+from syncer.controllers.translate import host_pod_name
+from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
+from syncer.kube.wait import wait_for
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer
 
 Obj = dict[str, Any]
 CONFIG = parse_config({"sync": {"fromHost": {"runtimeClasses": {
@@ -126,3 +134,69 @@ def test_validation_reports_every_error_in_document_order() -> None:
         "handlers are read from the host RuntimeClasses)",
         'invalid namespaces["team-a"].color: unknown field "color"',
     ]
+
+
+# ---------------------------------------------------------------------------------------- over real HTTP
+
+DEV = {"matchLabels": {"environment": "development"}}
+
+
+async def _host_classes(c: Clusters) -> None:
+    for name, handler in (("gvisor", "runsc"), ("kata", "kata-fc"), ("kata-qemu", "kata-qemu")):
+        await c.host.create(RUNTIMECLASSES, rc(name, handler, {"environment": "development"}))
+
+
+async def test_default_strict_and_handlers_per_namespace_over_http(clusters: Clusters) -> None:
+    await _host_classes(clusters)
+    await clusters.virtual.create(NAMESPACES, {"metadata": {"name": "gold", "labels": {"tier": "gold"}}})
+    await clusters.virtual.create(NAMESPACES, {"metadata": {"name": "team-kata"}})
+    config = parse_config(rc_config(DEV))
+    policy = parse_policy({"allowedHandlers": ["runsc", "kata-fc"],
+                           "namespaces": {"tier=gold": {"requireRuntimeClassName": True},
+                                          "team-kata": {"defaultRuntimeClassName": "kata"},
+                                          "default": {"defaultRuntimeClassName": "gvisor"}}}, config, "p.yaml")
+    async with running_syncer(clusters, rc_config(DEV), policy=policy) as syncer:
+        await clusters.virtual.create(PODS, pod("plain", None), "default")          # gets the default
+        await clusters.virtual.create(PODS, pod("kata-pod", None, "team-kata"), "team-kata")  # its own default
+        await clusters.virtual.create(PODS, pod("qemu", "kata-qemu"), "default")   # handler not allowed
+        await clusters.virtual.create(PODS, pod("gold-none", None, "gold"), "gold")  # strict there (selector)
+        await clusters.virtual.create(PODS, pod("gold-kata", "kata", "gold"), "gold")
+        hosts = await wait_for(clusters.host, PODS, lambda o: len(o) == 3, namespace=HOST_NS, what="3 host pods")
+        await syncer.wait_idle()
+        events = (await clusters.virtual.list(EVENTS))["items"]
+        metrics = generate_latest(syncer.metrics.registry).decode()
+    assert 'runtimeclass_syncer_pods_refused_by_policy_total{reason="handler"} 1.0' in metrics
+    assert 'runtimeclass_syncer_pods_refused_by_policy_total{reason="no_class"} 1.0' in metrics
+    assert 'runtimeclass_syncer_pods_defaulted_total{runtime_class="gvisor"} 1.0' in metrics
+    by_pod = {(e["involvedObject"]["name"], e["reason"]): e["message"] for e in events}
+    assert hosts[f"{HOST_NS}/{host_pod_name('plain', 'default', VCLUSTER)}"]["spec"]["runtimeClassName"] == "gvisor"
+    assert hosts[f"{HOST_NS}/{host_pod_name('kata-pod', 'team-kata', VCLUSTER)}"]["spec"]["runtimeClassName"] == "kata"
+    assert hosts[f"{HOST_NS}/{host_pod_name('gold-kata', 'gold', VCLUSTER)}"]["spec"]["runtimeClassName"] == "kata"
+    assert by_pod["plain", "RuntimeClassDefaulted"] == \
+        'synced pod "plain" to host with the default runtime class "gvisor"'
+    assert by_pod["qemu", "SyncWarning"] == (
+        'did not sync pod "qemu" to host because the runtime class "kata-qemu" uses the handler "kata-qemu", '
+        "which the policy does not allow (allowed handlers: runsc, kata-fc)")
+    assert by_pod["gold-none", "SyncWarning"] == (
+        'did not sync pod "gold-none" to host because it names no runtime class and the policy requires one: '
+        "set spec.runtimeClassName (allowed: gvisor, kata)")
+
+
+def test_validate_with_a_policy_reports_every_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "vcluster.yaml"
+    cfg.write_text("sync:\n  toHost:\n    pods:\n      runtimeClassName: kata\n")
+    pol = tmp_path / "policy.yaml"
+    pol.write_text("defaultRuntimeClassName: gvisor\nallowedHandlers: [runsc]\nnamespaces:\n  a: {strict: true}\n")
+    out = subprocess.run([sys.executable, "-m", "syncer", "validate", "--config", str(cfg), "--policy", str(pol)],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [
+        f'error: {pol}: invalid defaultRuntimeClassName: sync.toHost.pods.runtimeClassName ("kata") is forced '
+        "on every host pod, so a default could never apply",
+        f"error: {pol}: invalid allowedHandlers: needs sync.fromHost.runtimeClasses.enabled: true (the handlers "
+        "are read from the host RuntimeClasses)",
+        f'error: {pol}: invalid namespaces["a"].strict: unknown field "strict"']
+    pol.write_text("requireRuntimeClassName: true\n")
+    ok = subprocess.run([sys.executable, "-m", "syncer", "validate", "--config", str(cfg), "--policy", str(pol)],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and f"{pol}: valid" in ok.stdout

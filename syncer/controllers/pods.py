@@ -36,11 +36,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.config.model import SyncerConfig
-from syncer.controllers import gate, translate
+from syncer.config.policy import Policy
+from syncer.controllers import gate, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate import tokens
 from syncer.controllers.podtranslate.references import CONFIGMAP, Dependency
 from syncer.kube.cache import Store, object_key, split_key
+from syncer.kube.cache import field as cached_field
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.controller import ReconcileError
 from syncer.kube.events import EventRecorder
@@ -115,14 +117,20 @@ class PodReconciler:
         virtual_services: the virtual Services (indexed by namespace) for service-link variables.
         tokens: the service-account token requests and Secrets (podtokens.py), the reconciler's I/O besides
             its writes.
+        policy: the runtime policy (behaviour.md section 6), None for none. It judges pods that are not yet on
+            the host: their class (or the namespace's default), the gate, and the handler list.
+        namespaces: the virtual namespaces (metadata), for the policy's selector entries.
     """
 
     def __init__(self, config: SyncerConfig, *, vcluster_name: str, host_namespace: str, virtual_pods: Store,
                  host_pods: Store, host_rcs: Store, host: KubeClient, virtual: KubeClient, recorder: EventRecorder,
                  metrics: Metrics, host_objects: Mapping[str, Store] | None = None,
                  tokens: ServiceAccountTokens, virtual_objects: Mapping[str, Store] | None = None,
-                 virtual_services: Store | None = None) -> None:
+                 virtual_services: Store | None = None, policy: Policy | None = None,
+                 namespaces: Store | None = None) -> None:
         self.config = config
+        self.policy = policy
+        self.namespaces = namespaces
         self.vcluster_name = vcluster_name
         self.host_namespace = host_namespace
         self.virtual_pods = virtual_pods
@@ -251,19 +259,44 @@ class PodReconciler:
             # vcluster then deletes the virtual pod too rather than starting it again.
             await self._finish_virtual_delete(vpod, "its host pod is gone")
             return None
-        if not decision.allowed:
+        default = ""
+        if self.policy is not None:
+            res = self._resolve(vpod)
+            if not res.allowed:
+                if res.refusal != "gate":
+                    self.metrics.pods_refused_by_policy.labels(res.refusal).inc()
+                await self._refuse(vpod, res.runtime_class, res.message)
+                return None
+            default = res.runtime_class if res.defaulted else ""
+        elif not decision.allowed:
             await self._refuse(vpod, decision.runtime_class, decision.message)
             return None
-        desired, deps = self._translate(vpod)
+        desired, deps = self._translate(vpod, default)
         missing = await self._missing(vpod, deps)
         if missing:
             return await self._wait(vpod, missing)
         self._waiting.pop(object_key(vpod), None)
         secret = await self.tokens.apply(vpod, desired)
-        created = await self._create_host(vpod, desired, decision.runtime_class)
+        created = await self._create_host(vpod, desired, default or decision.runtime_class)
         if secret is not None and created is not None:
             await self.tokens.own(secret, created)
+        if created is not None and default:
+            self.metrics.pods_defaulted.labels(default).inc()
+            await self.recorder.record(PODS, vpod, "Normal", policy.DEFAULTED_REASON,
+                                       policy.defaulted_message(vpod["metadata"]["name"], default), ACTION)
         return None
+
+    def _resolve(self, vpod: Obj) -> policy.Resolution:
+        """The runtime policy's answer for a pod not yet on the host (the gate included)."""
+        assert self.policy is not None
+        ns = vpod["metadata"]["namespace"]
+        ns_obj = self.namespaces.get(ns) if self.namespaces is not None else None
+        labels = cached_field(ns_obj, "metadata").get("labels") if ns_obj is not None else None
+        effective = self.policy.effective(ns, labels if isinstance(labels, dict) else None)
+        return policy.resolve(self.config, effective, vpod["metadata"]["name"],
+                              (vpod.get("spec") or {}).get("runtimeClassName") or "", self.host_rcs.get,
+                              lambda: policy.usable_classes(self.config, effective, (
+                                  self.host_rcs.full(k) or {} for k in self.host_rcs.list_keys())))
 
     # ------------------------------------------------------------------ dependencies (section 3.1)
 
@@ -393,9 +426,10 @@ class PodReconciler:
 
     # ------------------------------------------------------------------ writes
 
-    def _translate(self, vpod: Obj) -> tuple[Obj, list[Dependency]]:
+    def _translate(self, vpod: Obj, default: str = "") -> tuple[Obj, list[Dependency]]:
         """The desired host pod and what it needs on the host: the referenced objects, the vcluster's
-        Service (the API server's address) and, for cluster DNS, the DNS Service."""
+        Service (the API server's address) and, for cluster DNS, the DNS Service. `default`: the policy's
+        default class for a pod that names none (set on the host pod only)."""
         ns = vpod["metadata"]["namespace"]
         kube = self._service_ip(self.vcluster_name)
         dns_name = translate.host_pod_name(DNS_SERVICE[1], DNS_SERVICE[0], self.vcluster_name)
@@ -406,7 +440,7 @@ class PodReconciler:
                                      self.config.workload_service_account(self.vcluster_name))
         desired, deps = translate.host_pod_and_dependencies(
             vpod, vcluster_name=self.vcluster_name, host_namespace=self.host_namespace,
-            forced_runtime_class=self.config.forced_runtime_class, cluster=view)
+            forced_runtime_class=self.config.forced_runtime_class or default, cluster=view)
         if SERVICE in self.host_objects:
             deps.append(Dependency(SERVICE, f"{self.host_namespace}/{self.vcluster_name}", self.vcluster_name, False,
                                    "env KUBERNETES_SERVICE_HOST"))

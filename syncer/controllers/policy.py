@@ -31,12 +31,15 @@ class Resolution:
         runtime_class: the class the pod resolved to ("" = none; the pod's own or the default).
         defaulted: the class is the namespace's default (the host pod gets it; a Normal event says so).
         message: the SyncWarning text when refused ("" when allowed).
+        refusal: why, for metrics: `no_class`, `handler`, `default` (an unusable default) or `gate` (the
+            pod's own class fails the RuntimeClass gate); "" when allowed.
     """
 
     allowed: bool
     runtime_class: str = ""
     defaulted: bool = False
     message: str = ""
+    refusal: str = ""
 
 
 def defaulted_message(pod: str, runtime_class: str) -> str:
@@ -78,14 +81,14 @@ def resolve(config: SyncerConfig, policy: Effective, pod: str, named: str, host_
     if not rc and not forced and (policy.require or policy.handlers is not None):
         return Resolution(False, "", False, f'did not sync pod "{pod}" to host because it names no runtime class '
                                             f"and the policy requires one: set spec.runtimeClassName (allowed: "
-                                            f"{', '.join(usable()) or 'none'})")
+                                            f"{', '.join(usable()) or 'none'})", "no_class")
     decision = gate.evaluate(config, pod, rc, host_rc(rc) if rc else None)
     if not decision.allowed:
         if defaulted:
             reason = decision.reason.removeprefix(f'the runtime class "{rc}"').strip()
             return Resolution(False, rc, True, f'did not sync pod "{pod}" to host because its default runtime class '
-                                               f'"{rc}" {reason}')
-        return Resolution(False, rc, False, decision.message)
+                                               f'"{rc}" {reason}', "default")
+        return Resolution(False, rc, False, decision.message, "gate")
     runs_with = forced or rc
     if policy.handlers is not None and runs_with:
         handler = handler_of(host_rc(runs_with))
@@ -95,5 +98,6 @@ def resolve(config: SyncerConfig, policy: Effective, pod: str, named: str, host_
                 "couldn't be reached in the host, so its handler cannot be checked against the policy")
             subject = f'its default runtime class "{rc}"' if defaulted and not forced else \
                 f'the runtime class "{runs_with}"'
-            return Resolution(False, rc, defaulted, f'did not sync pod "{pod}" to host because {subject} {why}')
+            return Resolution(False, rc, defaulted, f'did not sync pod "{pod}" to host because {subject} {why}',
+                              "default" if defaulted and not forced else "handler")
     return Resolution(True, rc, defaulted)
