@@ -15,6 +15,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 
 from syncer import __version__, logs
 from syncer.config.model import ConfigError, SyncerConfig, load_config
@@ -172,6 +173,10 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
             log.error("cannot serve probes/metrics: %s", e)
             return EXIT_FAILURE
         cleanup.push_async_callback(probes.stop)
+        if policy is not None:
+            from syncer.config.reload import watch_policy
+            reload = asyncio.create_task(watch_policy(Path(args.policy), config, syncer.set_policy, stop))
+            cleanup.push_async_callback(_finish, reload)
         log.info("runtimeclass-syncer %s: vcluster %r, host namespace %r, runtime class sync %s, selector %r",
                  __version__, args.vcluster_name, args.host_namespace,
                  "enabled" if config.enabled else "disabled", str(config.selector) or "<everything>")
@@ -181,6 +186,12 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
         return EXIT_FAILURE
     log.info("stopped")
     return EXIT_OK
+
+
+async def _finish(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def main(argv: Sequence[str] | None = None) -> int:

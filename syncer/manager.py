@@ -249,7 +249,7 @@ class Syncer:
               for kind, res in FORCE_SYNC_RESOURCES.items()),
             Informer(virtual, SERVICES, self.virtual_services, watch_timeout=wt),  # read at translation only
         ]
-        if policy is not None and policy.selectors:  # a namespace's labels decide which entry applies
+        if policy is not None:  # a namespace's labels decide which entry applies (a reload may add selectors)
             self.informers.append(enqueue(
                 Informer(virtual, NAMESPACES, self.virtual_namespaces, watch_timeout=wt, metadata_only=True), pq,
                 lambda ns: self.virtual_pods.keys_by_index(NAMESPACE_INDEX, object_key(ns)), on_delete=False))
@@ -284,6 +284,12 @@ class Syncer:
         meta = obj.get("metadata") or {}
         return self.pod_reconciler.pods_waiting_for(kind, translate.host_pod_name(
             meta.get("name", ""), meta.get("namespace", ""), self.options.vcluster_name))
+
+    def set_policy(self, policy: Policy) -> None:
+        """Put a reloaded runtime policy in force: every pod is looked at again; those refused so far are
+        judged by the new policy, those on the host are left as they are (behaviour.md section 6)."""
+        self.pod_reconciler.policy = policy
+        self._enqueue_all_pods()
 
     def _enqueue_rc(self, rc: Obj) -> None:
         self.rc_queue.add(object_key(rc))

@@ -3,6 +3,9 @@ table, then over real HTTP through the pod reconciler and the CLI."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +15,8 @@ import pytest
 from prometheus_client import generate_latest
 
 from syncer.config.model import ConfigError, parse_config
-from syncer.config.policy import Effective, parse_policy
+from syncer.config.policy import Effective, load_policy, parse_policy
+from syncer.config.reload import watch_policy
 from syncer.controllers.policy import defaulted_message, resolve, usable_classes
 from syncer.controllers.translate import host_pod_name
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
@@ -200,3 +204,77 @@ def test_validate_with_a_policy_reports_every_error(tmp_path: Path) -> None:
     ok = subprocess.run([sys.executable, "-m", "syncer", "validate", "--config", str(cfg), "--policy", str(pol)],
                         capture_output=True, text=True)
     assert ok.returncode == 0 and f"{pol}: valid" in ok.stdout
+
+
+class _Said(logging.Handler):
+    """Sets `event` when a record containing `text` is logged."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text, self.event, self.lines = text, asyncio.Event(), []  # type: list[str]
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = record.getMessage()
+        self.lines.append(line)
+        if self.text in line:
+            self.event.set()
+
+
+async def test_reload_in_place_rename_symlink_swap_and_a_bad_file(clusters: Clusters, tmp_path: Path) -> None:
+    await _host_classes(clusters)
+    volume = tmp_path / "policy"  # laid out as a ConfigMap volume: policy.yaml -> ..data/policy.yaml
+    (volume / "..v1").mkdir(parents=True)
+    (volume / "..v1" / "policy.yaml").write_text("requireRuntimeClassName: true\n")
+    (volume / "..data").symlink_to("..v1")
+    (volume / "policy.yaml").symlink_to("..data/policy.yaml")
+    path = volume / "policy.yaml"
+    config = parse_config(rc_config(DEV))
+    said = _Said("is invalid; keeping the policy in force")
+    reloaded = asyncio.Event()
+    logging.getLogger("syncer.config.reload").addHandler(said)
+
+    async def rewritten(write: Any) -> None:  # returns once the new policy is in force
+        reloaded.clear()
+        write()
+        await asyncio.wait_for(reloaded.wait(), 10)
+    stop = asyncio.Event()
+    try:
+        async with running_syncer(clusters, rc_config(DEV), policy=load_policy(path, config)) as syncer:
+            def apply(policy: Any) -> None:
+                syncer.set_policy(policy)
+                reloaded.set()
+
+            watcher = asyncio.create_task(watch_policy(path, config, apply, stop, debounce_ms=50))
+
+            async def synced_with(name: str, rc_name: str) -> None:
+                key = f"{HOST_NS}/{host_pod_name(name, 'default', VCLUSTER)}"
+                pods = await wait_for(clusters.host, PODS, lambda o: key in o, namespace=HOST_NS, what=name)
+                assert pods[key]["spec"]["runtimeClassName"] == rc_name
+
+            await clusters.virtual.create(PODS, pod("p1", None), "default")
+            await wait_for(clusters.virtual, EVENTS, lambda o: any("p1" in k for k in o), what="p1 refused")
+            # the ConfigMap volume's symlink swap: a default; the refused pod is looked at again
+            (volume / "..v2").mkdir()
+            (volume / "..v2" / "policy.yaml").write_text("requireRuntimeClassName: true\n"
+                                                          "defaultRuntimeClassName: gvisor\n")
+            (volume / "..data_tmp").symlink_to("..v2")
+            os.replace(volume / "..data_tmp", volume / "..data")
+            await synced_with("p1", "gvisor")
+            # an invalid file is refused with its errors; the policy in force stays
+            (volume / "..v2" / "policy.yaml").write_text("defaultRuntimeClass: kata\n")  # in place, a typo
+            await asyncio.wait_for(said.event.wait(), 10)
+            await clusters.virtual.create(PODS, pod("p2", None), "default")
+            await synced_with("p2", "gvisor")
+            # an in-place write of a good file, then an atomic rename over it
+            await rewritten(lambda: (volume / "..v2" / "policy.yaml").write_text("defaultRuntimeClassName: kata\n"))
+            await clusters.virtual.create(PODS, pod("p3", None), "default")
+            await synced_with("p3", "kata")
+            (volume / "..v2" / "new.yaml").write_text("defaultRuntimeClassName: gvisor\n")
+            await rewritten(lambda: os.replace(volume / "..v2" / "new.yaml", volume / "..v2" / "policy.yaml"))
+            await clusters.virtual.create(PODS, pod("p4", None), "default")
+            await synced_with("p4", "gvisor")
+            stop.set()
+            await watcher
+    finally:
+        logging.getLogger("syncer.config.reload").removeHandler(said)
+    assert any('invalid defaultRuntimeClass: unknown field "defaultRuntimeClass"' in line for line in said.lines)

@@ -206,9 +206,18 @@ def load_policy(path: str | Path, config: SyncerConfig) -> Policy:
         ConfigError: the file cannot be read or parsed, or the policy is invalid.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_bytes()
     except OSError as e:
         raise ConfigError([f"cannot read policy {path}: {e.strerror or e}"]) from None
+    return policy_from_text(text, path, config)
+
+
+def policy_from_text(text: bytes, path: str | Path, config: SyncerConfig) -> Policy:
+    """A policy from the file's content (`path` names it in errors).
+
+    Raises:
+        ConfigError: the YAML does not parse, or the policy is invalid.
+    """
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as e:
