@@ -1,7 +1,8 @@
-"""Command line: `runtimeclass-syncer run | validate | demo` (behaviour.md section 7).
+"""Command line: `runtimeclass-syncer run | validate | policy | demo` (behaviour.md sections 6 and 7).
 
-Exit status: 0 on success and on a clean stop (SIGTERM/SIGINT); 2 for an invalid configuration or
-command line (reported before any API request); 1 when a cluster cannot be reached or set up.
+Exit status: 0 on success and on a clean stop (SIGTERM/SIGINT); 2 for an invalid configuration, policy
+or command line (reported before any API request); 1 when a cluster cannot be reached or set up, and
+for `policy`, when the host shows a problem of the policy (an unusable default).
 """
 
 from __future__ import annotations
@@ -70,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check a vcluster.yaml (and a policy file) and print every error")
     val.add_argument("--config", required=True)
     val.add_argument("--policy", help="runtime policy file to check against the vcluster.yaml")
+
+    pol = sub.add_parser("policy", help="print the effective runtime policy and, per entry, which host "
+                                        "RuntimeClasses tenants may use and why not")
+    pol.add_argument("--config", required=True)
+    pol.add_argument("--policy", required=True)
+    pol.add_argument("--host-kubeconfig", help="kubeconfig of the host cluster (default: in-cluster config)")
+    pol.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
     demo = sub.add_parser("demo", help="run host and virtual API servers in-process, the syncer, and "
                                        "example RuntimeClasses and pods; no cluster needed")
@@ -188,6 +196,32 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
     return EXIT_OK
 
 
+async def _policy_report(args: argparse.Namespace, config: SyncerConfig, policy: Policy) -> int:
+    """`policy`: read the host RuntimeClasses, print the report; 0, or 1 when a default is unusable."""
+    import json
+
+    from syncer.controllers.policyreport import render, report
+    from syncer.kube.client import KubeClient
+    from syncer.kube.resources import RUNTIMECLASSES
+
+    try:
+        host = (await KubeClient.from_kubeconfig(args.host_kubeconfig, "host") if args.host_kubeconfig
+                else KubeClient.in_cluster("host"))
+    except Exception as e:
+        print(f"error: cannot set up the host cluster client: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        classes = (await host.list(RUNTIMECLASSES))["items"]
+    except Exception as e:
+        print(f"error: cannot list the host RuntimeClasses: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        await host.close()
+    doc = report(config, policy, classes)
+    print(json.dumps(doc, indent=2) if args.output == "json" else render(doc))
+    return EXIT_FAILURE if doc["problems"] else EXIT_OK
+
+
 async def _finish(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -216,5 +250,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not ok:
             return EXIT_CONFIG
         return asyncio.run(_serve(args, config, policy))
+    if args.command == "policy":
+        config = _load(args.config)
+        if config is None:
+            return EXIT_CONFIG
+        ok, policy = _load_policy(args.policy, config)
+        if not ok or policy is None:
+            return EXIT_CONFIG
+        return asyncio.run(_policy_report(args, config, policy))
     from syncer.demo import main as demo_main
     return demo_main(args)

@@ -4,6 +4,7 @@ table, then over real HTTP through the pod reconciler and the CLI."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client import generate_latest
 
 from syncer.config.model import ConfigError, parse_config
@@ -22,6 +24,7 @@ from syncer.controllers.translate import host_pod_name
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer
+from tests.test_cli import run_cli
 
 Obj = dict[str, Any]
 CONFIG = parse_config({"sync": {"fromHost": {"runtimeClasses": {
@@ -278,3 +281,39 @@ async def test_reload_in_place_rename_symlink_swap_and_a_bad_file(clusters: Clus
     finally:
         logging.getLogger("syncer.config.reload").removeHandler(said)
     assert any('invalid defaultRuntimeClass: unknown field "defaultRuntimeClass"' in line for line in said.lines)
+
+
+async def test_policy_command_table_json_and_exit_statuses(clusters: Clusters, tmp_path: Path) -> None:
+    await _host_classes(clusters)
+    await clusters.host.create(RUNTIMECLASSES, rc("legacy", "runc"))  # does not match the selector
+    cfg = tmp_path / "vcluster.yaml"
+    cfg.write_text(yaml.safe_dump(rc_config(DEV)))
+    pol = tmp_path / "policy.yaml"
+    pol.write_text("defaultRuntimeClassName: gvisor\nallowedHandlers: [runsc, kata-fc]\n"
+                   "namespaces:\n  team-kata: {defaultRuntimeClassName: kata}\n  tier=gold: {allowedHandlers: [runsc]}\n")
+    args = ("policy", "--config", str(cfg), "--policy", str(pol), "--host-kubeconfig", str(clusters.host_kubeconfig))
+    code, out, err = await run_cli(*args)
+    assert code == 0, err
+    assert out.splitlines()[:4] == [
+        "ENTRY        DEFAULT  REQUIRE  ALLOWED HANDLERS",
+        "<top level>  gvisor   false    runsc, kata-fc",
+        "team-kata    kata     false    runsc, kata-fc",
+        "tier=gold    gvisor   false    runsc"]
+    assert "tier=gold    kata           kata-fc    refused: the handler \"kata-fc\" is not allowed (allowed " \
+           "handlers: runsc)" in out
+    assert ("<top level>  legacy         runc       refused: in the host does not match the selector under "
+            "'sync.fromHost.runtimeClasses.selector'") in out
+    code, out, _ = await run_cli(*args, "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["problems"] == []
+    assert {"entry": "team-kata", "runtime_class": "kata", "handler": "kata-fc", "allowed": True, "reason": ""} \
+        in doc["runtimeClasses"]
+    # an unusable default is a problem the host shows: exit 1
+    pol.write_text("defaultRuntimeClassName: kata-qemu\nallowedHandlers: [runsc, kata-fc]\n")
+    code, out, _ = await run_cli(*args)
+    assert code == 1
+    assert out.splitlines()[-1] == ('problem: <top level>: the default runtime class "kata-qemu" is unusable: the '
+                                    'handler "kata-qemu" is not allowed (allowed handlers: runsc, kata-fc)')
+    pol.write_text("defaultRuntimeClassName: [x]\n")  # an invalid file: exit 2, before any API request
+    code, _, err = await run_cli(*args)
+    assert code == 2 and "invalid defaultRuntimeClassName" in err
