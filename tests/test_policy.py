@@ -289,8 +289,8 @@ async def test_policy_command_table_json_and_exit_statuses(clusters: Clusters, t
     cfg = tmp_path / "vcluster.yaml"
     cfg.write_text(yaml.safe_dump(rc_config(DEV)))
     pol = tmp_path / "policy.yaml"
-    pol.write_text("defaultRuntimeClassName: gvisor\nallowedHandlers: [runsc, kata-fc]\n"
-                   "namespaces:\n  team-kata: {defaultRuntimeClassName: kata}\n  tier=gold: {allowedHandlers: [runsc]}\n")
+    pol.write_text("defaultRuntimeClassName: gvisor\nallowedHandlers: [runsc, kata-fc]\nnamespaces:\n"
+                   "  team-kata: {defaultRuntimeClassName: kata}\n  tier=gold: {allowedHandlers: [runsc]}\n")
     args = ("policy", "--config", str(cfg), "--policy", str(pol), "--host-kubeconfig", str(clusters.host_kubeconfig))
     code, out, err = await run_cli(*args)
     assert code == 0, err
