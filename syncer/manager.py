@@ -32,7 +32,7 @@ from typing import Any
 
 from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
-from syncer.controllers import translate
+from syncer.controllers import policyreport, translate
 from syncer.controllers.gate import runtime_class_matches
 from syncer.controllers.pods import FORCE_SYNC, NAMESPACE_INDEX, SERVICE, PodReconciler
 from syncer.controllers.podtokens import ServiceAccountTokens
@@ -289,7 +289,19 @@ class Syncer:
         """Put a reloaded runtime policy in force: every pod is looked at again; those refused so far are
         judged by the new policy, those on the host are left as they are (behaviour.md section 6)."""
         self.pod_reconciler.policy = policy
+        self.check_policy(policy)
         self._enqueue_all_pods()
+
+    def check_policy(self, policy: Policy) -> None:
+        """Log what the host shows of a policy's defaults (behaviour.md section 6): a default the host lacks
+        is a warning; one the host has but the selector or the handler list refuses is an error (each pod
+        that would get it is refused, naming why)."""
+        classes = [rc for k in self.host_rcs.list_keys() if (rc := self.host_rcs.full(k)) is not None]
+        for problem in policyreport.report(self.config, policy, classes)["problems"]:
+            if "does not exist in the host" in problem:
+                log.warning("runtime policy %s: %s", policy.source, problem)
+            else:
+                log.error("runtime policy %s: %s", policy.source, problem)
 
     def _enqueue_rc(self, rc: Obj) -> None:
         self.rc_queue.add(object_key(rc))
@@ -326,6 +338,9 @@ class Syncer:
             for hpod in self.host_pods.by_index(RC_INDEX, name):  # incl. orphans whose virtual pod is gone
                 for key in _virtual_key_of_host_pod(hpod):
                     self.pod_queue.add(key)
+            policy = self.pod_reconciler.policy
+            if policy is not None and name in policy.defaults():  # pods that name no class may get it now
+                self._enqueue_all_pods()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -370,6 +385,8 @@ class Syncer:
             self.caches_synced.set()
             log.info("all caches synced: %d virtual pods, %d host pods, %d host and %d virtual runtime classes",
                      len(self.virtual_pods), len(self.host_pods), len(self.host_rcs), len(self.virtual_rcs))
+            if self.pod_reconciler.policy is not None:
+                self.check_policy(self.pod_reconciler.policy)
             if elector is not None:
                 self.following = True
                 self._tasks.append(asyncio.create_task(elector.run(), name="leader election"))

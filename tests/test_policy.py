@@ -317,3 +317,21 @@ async def test_policy_command_table_json_and_exit_statuses(clusters: Clusters, t
     pol.write_text("defaultRuntimeClassName: [x]\n")  # an invalid file: exit 2, before any API request
     code, _, err = await run_cli(*args)
     assert code == 2 and "invalid defaultRuntimeClassName" in err
+
+
+async def test_a_default_the_host_lacks_warns_then_applies_once_the_host_has_it(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    config = parse_config(rc_config(DEV))
+    policy = parse_policy({"defaultRuntimeClassName": "gvisor"}, config, "p.yaml")
+    async with running_syncer(clusters, rc_config(DEV), policy=policy):
+        assert 'runtime policy p.yaml: <top level>: the default runtime class "gvisor" does not exist in the host' \
+            in caplog.text
+        await clusters.virtual.create(PODS, pod("web", None), "default")
+        events = await wait_for(clusters.virtual, EVENTS, lambda o: any("web" in k for k in o), what="refusal")
+        (event,) = events.values()
+        assert event["message"] == ('did not sync pod "web" to host because its default runtime class "gvisor" '
+                                    'couldn\'t be reached in the host: runtimeclasses.node.k8s.io "gvisor" not found')
+        await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+        key = f"{HOST_NS}/{host_pod_name('web', 'default', VCLUSTER)}"
+        pods = await wait_for(clusters.host, PODS, lambda o: key in o, namespace=HOST_NS, what="web synced")
+    assert pods[key]["spec"]["runtimeClassName"] == "gvisor"

@@ -101,6 +101,11 @@ class Policy:
         """No key set anywhere: the syncer behaves exactly as without a policy."""
         return not self.source
 
+    def defaults(self) -> set[str]:
+        """Every default class the file names (top level and entries)."""
+        return {e.defaultRuntimeClassName for e in (self.top, *self.names.values(), *(e for _, _, e in self.selectors))
+                if e.defaultRuntimeClassName}
+
     def effective(self, namespace: str, labels: dict[str, str] | None) -> Effective:
         """The policy for a virtual namespace with these labels: a namespace-name entry beats a selector
         entry; among matching selectors the first in the file wins; its keys override the top level's one
