@@ -335,3 +335,32 @@ async def test_a_default_the_host_lacks_warns_then_applies_once_the_host_has_it(
         key = f"{HOST_NS}/{host_pod_name('web', 'default', VCLUSTER)}"
         pods = await wait_for(clusters.host, PODS, lambda o: key in o, namespace=HOST_NS, what="web synced")
     assert pods[key]["spec"]["runtimeClassName"] == "gvisor"
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.mark.parametrize(("recipe", "synced", "refused"), [
+    ("policy-default.yaml", {"none": "gvisor", "gv": "gvisor", "kf": "kata-fc"}, set()),
+    ("policy-strict.yaml", {"gv": "gvisor", "kf": "kata-fc"}, {"none"}),
+    ("policy-handlers.yaml", {"kf": "kata-fc"}, {"none", "gv"}),
+    ("policy-namespaces.yaml", {"gv": "gvisor"}, {"none", "kf"}),
+    ("policy-mixed.yaml", {"none": "gvisor", "gv": "gvisor", "kf": "kata-fc"}, set()),
+])
+async def test_readme_recipes(clusters: Clusters, recipe: str, synced: dict[str, str], refused: set[str]) -> None:
+    for doc in yaml.safe_load_all((EXAMPLES / "host-runtimeclasses.yaml").read_text()):
+        if doc:
+            await clusters.host.create(RUNTIMECLASSES, doc)
+    document = yaml.safe_load((EXAMPLES / "vcluster-matchlabels.yaml").read_text())
+    policy = load_policy(EXAMPLES / recipe, parse_config(document))
+    async with running_syncer(clusters, document, policy=policy):
+        for name, rc_name in (("none", None), ("gv", "gvisor"), ("kf", "kata-fc")):
+            await clusters.virtual.create(PODS, pod(name, rc_name), "default")
+        hosts = await wait_for(clusters.host, PODS, lambda o: len(o) == len(synced), namespace=HOST_NS,
+                               what=f"{len(synced)} host pods")
+        await wait_for(clusters.virtual, EVENTS, lambda o: len({e["involvedObject"]["name"] for e in o.values()
+                                                               if e["reason"] == "SyncWarning"}) == len(refused),
+                       what=f"{len(refused)} refusals")
+        events = (await clusters.virtual.list(EVENTS))["items"]
+    assert {k.split("/")[1].split("-x-")[0]: p["spec"]["runtimeClassName"] for k, p in hosts.items()} == synced
+    assert {e["involvedObject"]["name"] for e in events if e["reason"] == "SyncWarning"} == refused
