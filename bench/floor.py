@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import aiohttp
@@ -90,12 +90,17 @@ async def run(host: str, virtual: str) -> None:
         await asyncio.gather(_pool(2, list(matching.values()), write_class), _pool(4, pods["items"], write_pod))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def command(run: Callable[[str, str], Coroutine[Any, Any, None]], doc: str | None) -> None:
+    """A floor script's command line: `--host URL --virtual URL`, then `run(host, virtual)`."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--host", required=True)
     ap.add_argument("--virtual", required=True)
     args = ap.parse_args()
     asyncio.run(run(args.host, args.virtual))
+
+
+def main() -> None:
+    command(run, __doc__)
 
 
 if __name__ == "__main__":

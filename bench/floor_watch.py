@@ -12,7 +12,6 @@ RuntimeClasses and the virtual pods, and answers each event with the one write i
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -122,11 +121,7 @@ async def run(host: str, virtual: str) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--host", required=True)
-    ap.add_argument("--virtual", required=True)
-    args = ap.parse_args()
-    asyncio.run(run(args.host, args.virtual))
+    floor.command(run, __doc__)
 
 
 if __name__ == "__main__":
