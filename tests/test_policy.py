@@ -364,3 +364,33 @@ async def test_readme_recipes(clusters: Clusters, recipe: str, synced: dict[str,
         events = (await clusters.virtual.list(EVENTS))["items"]
     assert {k.split("/")[1].split("-x-")[0]: p["spec"]["runtimeClassName"] for k, p in hosts.items()} == synced
     assert {e["involvedObject"]["name"] for e in events if e["reason"] == "SyncWarning"} == refused
+
+
+async def test_forced_class_and_namespace_precedence_over_http(clusters: Clusters) -> None:
+    await _host_classes(clusters)
+    for name, labels in (("team-a", {"tier": "gold"}), ("b", {"tier": "gold", "zone": "eu"}), ("c", {"zone": "eu"})):
+        await clusters.virtual.create(NAMESPACES, {"metadata": {"name": name, "labels": labels}})
+    # the forced class is what the handler list judges, and it satisfies "a class" for a pod naming none
+    document = rc_config(DEV)
+    document["sync"]["toHost"] = {"pods": {"runtimeClassName": "kata"}}
+    config = parse_config(document)
+    policy = parse_policy({"requireRuntimeClassName": True, "namespaces": {
+        "zone=eu": {"allowedHandlers": ["runsc"]},          # first matching selector for b: wins over the next
+        "tier=gold": {"allowedHandlers": ["kata-fc"]},
+        "team-a": {"allowedHandlers": ["kata-fc", "runsc"]},  # a name beats the selectors that match team-a
+    }}, config, "p.yaml")
+    async with running_syncer(clusters, document, policy=policy) as syncer:
+        for ns in ("team-a", "b", "c", "default"):
+            await clusters.virtual.create(PODS, pod("none", None, ns), ns)
+        hosts = await wait_for(clusters.host, PODS, lambda o: len(o) == 2, namespace=HOST_NS, what="2 host pods")
+        await wait_for(clusters.virtual, EVENTS, lambda o: len(o) >= 2, what="2 refusals")
+        await syncer.wait_idle()
+        events = {e["involvedObject"]["namespace"]: e["message"] for e in (await clusters.virtual.list(EVENTS))["items"]
+                  if e["reason"] == "SyncWarning"}
+    # team-a (its name) and default (top level: strict, any handler) run with the forced kata
+    assert sorted(k.split("/")[1] for k in hosts) == sorted(host_pod_name("none", ns, VCLUSTER)
+                                                            for ns in ("team-a", "default"))
+    assert {p["spec"]["runtimeClassName"] for p in hosts.values()} == {"kata"}
+    refused = ('did not sync pod "none" to host because the runtime class "kata" uses the handler "kata-fc", which '
+               "the policy does not allow (allowed handlers: runsc)")
+    assert events == {"b": refused, "c": refused}
