@@ -289,8 +289,13 @@ class Syncer:
         """Put a reloaded runtime policy in force: every pod is looked at again; those refused so far are
         judged by the new policy, those on the host are left as they are (behaviour.md section 6)."""
         self.pod_reconciler.policy = policy
+        self.metrics.policy_reloads.labels("applied").inc()
         self.check_policy(policy)
         self._enqueue_all_pods()
+
+    def policy_rejected(self, errors: list[str]) -> None:
+        """A changed policy file did not validate (its errors are logged; the policy in force stays)."""
+        self.metrics.policy_reloads.labels("invalid").inc()
 
     def check_policy(self, policy: Policy) -> None:
         """Log what the host shows of a policy's defaults (behaviour.md section 6): a default the host lacks

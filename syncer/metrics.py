@@ -16,7 +16,8 @@ class Metrics:
     syncer's own `runtimeclass_syncer_pods_synced_total{runtime_class}` /
     `runtimeclass_syncer_pods_refused_total{runtime_class}` (runtime_class "" = none named); with a runtime
     policy, `runtimeclass_syncer_pods_refused_by_policy_total{reason}` and
-    `runtimeclass_syncer_pods_defaulted_total{runtime_class}`.
+    `runtimeclass_syncer_pods_defaulted_total{runtime_class}` and
+    `runtimeclass_syncer_policy_reloads_total{result}`.
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -43,6 +44,9 @@ class Metrics:
         self.pods_defaulted = Counter("runtimeclass_syncer_pods_defaulted_total",
                                       "Virtual pods synced with the runtime policy's default class, by class",
                                       ["runtime_class"], registry=r)
+        self.policy_reloads = Counter("runtimeclass_syncer_policy_reloads_total",
+                                      "Changes of the runtime policy file, by result (applied, invalid)", ["result"],
+                                      registry=r)
         self.pods_refused = Counter("runtimeclass_syncer_pods_refused_total",
                                     "Virtual pods held back by the RuntimeClass gate, by runtime class",
                                     ["runtime_class"], registry=r)

@@ -10,6 +10,7 @@ import yaml
 
 from syncer.cli import _parser
 from syncer.config.model import load_config
+from syncer.config.policy import load_policy
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 
@@ -40,3 +41,14 @@ def test_the_fragment_grants_what_host_rbac_grants() -> None:
     cluster_role = next(d for d in docs if d["kind"] == "ClusterRole")
     assert _rules(values["rbac"]["role"]["extraRules"]) == _rules(role["rules"])
     assert _rules(values["rbac"]["clusterRole"]["extraRules"]) == _rules(cluster_role["rules"])
+
+
+def test_the_policy_configmap_holds_a_valid_policy_for_the_fragment(tmp_path: Path) -> None:
+    (cm,) = [d for d in yaml.safe_load_all((DEPLOY / "policy.yaml").read_text()) if d]
+    assert cm["kind"] == "ConfigMap" and cm["metadata"]["name"] == "runtimeclass-syncer-policy"
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(cm["data"]["policy.yaml"])
+    load_policy(policy, load_config(DEPLOY / "vcluster.yaml"))  # raises ConfigError with every error
+    args = _parser().parse_args(["run", "--config=c", "--virtual-kubeconfig=k", "--vcluster-name=v",
+                                 "--host-namespace=n", "--policy=/etc/runtimeclass-syncer/policy.yaml"])
+    assert args.policy == "/etc/runtimeclass-syncer/policy.yaml"

@@ -247,7 +247,8 @@ async def test_reload_in_place_rename_symlink_swap_and_a_bad_file(clusters: Clus
                 syncer.set_policy(policy)
                 reloaded.set()
 
-            watcher = asyncio.create_task(watch_policy(path, config, apply, stop, debounce_ms=50))
+            watcher = asyncio.create_task(watch_policy(path, config, apply, stop, debounce_ms=50,
+                                                       rejected=syncer.policy_rejected))
 
             async def synced_with(name: str, rc_name: str) -> None:
                 key = f"{HOST_NS}/{host_pod_name(name, 'default', VCLUSTER)}"
@@ -278,8 +279,11 @@ async def test_reload_in_place_rename_symlink_swap_and_a_bad_file(clusters: Clus
             await synced_with("p4", "gvisor")
             stop.set()
             await watcher
+            metrics = generate_latest(syncer.metrics.registry).decode()
     finally:
         logging.getLogger("syncer.config.reload").removeHandler(said)
+    assert 'runtimeclass_syncer_policy_reloads_total{result="applied"} 3.0' in metrics
+    assert 'runtimeclass_syncer_policy_reloads_total{result="invalid"} 1.0' in metrics
     assert any('invalid defaultRuntimeClass: unknown field "defaultRuntimeClass"' in line for line in said.lines)
 
 
@@ -394,3 +398,19 @@ async def test_forced_class_and_namespace_precedence_over_http(clusters: Cluster
     refused = ('did not sync pod "none" to host because the runtime class "kata" uses the handler "kata-fc", which '
                "the policy does not allow (allowed handlers: runsc)")
     assert events == {"b": refused, "c": refused}
+
+
+async def test_a_default_the_host_refuses_is_an_error_and_each_pod_says_why(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    await clusters.host.create(RUNTIMECLASSES, rc("legacy", "runc"))  # on the host, not matching the selector
+    config = parse_config(rc_config(DEV))
+    policy = parse_policy({"defaultRuntimeClassName": "legacy"}, config, "p.yaml")
+    async with running_syncer(clusters, rc_config(DEV), policy=policy):
+        errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+        assert errors == ['runtime policy p.yaml: <top level>: the default runtime class "legacy" is unusable: in '
+                          "the host does not match the selector under 'sync.fromHost.runtimeClasses.selector'"]
+        await clusters.virtual.create(PODS, pod("web", None), "default")
+        events = await wait_for(clusters.virtual, EVENTS, lambda o: any("web" in k for k in o), what="refusal")
+    (event,) = events.values()
+    assert event["message"] == ('did not sync pod "web" to host because its default runtime class "legacy" in the '
+                                "host does not match the selector under 'sync.fromHost.runtimeClasses.selector'")

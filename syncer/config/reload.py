@@ -21,9 +21,10 @@ log = logging.getLogger(__name__)
 
 
 async def watch_policy(path: Path, config: SyncerConfig, apply: Callable[[Policy], None], stop: asyncio.Event,
-                       *, debounce_ms: int = 200) -> None:
+                       *, debounce_ms: int = 200, rejected: Callable[[list[str]], None] | None = None) -> None:
     """Watch `path` until `stop` is set; call `apply(policy)` for each valid change (within about
-    `debounce_ms` milliseconds plus the read). Never raises for a bad file."""
+    `debounce_ms` milliseconds plus the read) and `rejected(errors)` for each invalid one. Never raises
+    for a bad file."""
     from watchfiles import awatch  # only a process with --policy loads it
 
     try:
@@ -43,6 +44,8 @@ async def watch_policy(path: Path, config: SyncerConfig, apply: Callable[[Policy
             policy = policy_from_text(text, path, config)
         except ConfigError as e:
             log.error("policy %s is invalid; keeping the policy in force: %s", path, "; ".join(e.errors))
+            if rejected is not None:
+                rejected(e.errors)
             continue
         log.info("policy %s reloaded; re-examining the pods not on the host", path)
         apply(policy)
