@@ -414,3 +414,15 @@ async def test_a_default_the_host_refuses_is_an_error_and_each_pod_says_why(
     (event,) = events.values()
     assert event["message"] == ('did not sync pod "web" to host because its default runtime class "legacy" in the '
                                 "host does not match the selector under 'sync.fromHost.runtimeClasses.selector'")
+
+
+async def test_run_with_an_invalid_policy_exits_2_before_any_api_request(clusters: Clusters, tmp_path: Path) -> None:
+    pol = tmp_path / "policy.yaml"
+    pol.write_text("namespaces:\n  team-a: {allowedHandlers: runsc}\n")
+    before = (len(clusters.host_server.requests), len(clusters.virtual_server.requests))
+    code, _, err = await run_cli("run", "--config", "examples/vcluster-matchlabels.yaml", "--policy", str(pol),
+                                 "--virtual-kubeconfig", str(clusters.virtual_kubeconfig), "--host-kubeconfig",
+                                 str(clusters.host_kubeconfig), "--vcluster-name", "t", "--host-namespace", HOST_NS)
+    assert code == 2
+    assert err.strip() == f'error: {pol}: invalid namespaces["team-a"].allowedHandlers: Input should be a valid list'
+    assert (len(clusters.host_server.requests), len(clusters.virtual_server.requests)) == before
