@@ -59,8 +59,12 @@ async def measure(quick: bool) -> tuple[list[Figure], dict[str, Any]]:
     raw: dict[str, Any] = {"sizes": sizes, "initial_sync": {}}
     figures: list[Figure] = []
     for n in sizes:
-        runs = {who: _median_run([await initial_sync.one(n, who) for _ in range(rounds)])
-                for who in ("syncer", "floor")}
+        # syncer and floor alternate, so that a slow spell of the (shared) machine hits both alike
+        measured: dict[str, list[initial_sync.SyncRun]] = {"syncer": [], "floor": []}
+        for _ in range(rounds):
+            for who in ("syncer", "floor"):
+                measured[who].append(await initial_sync.one(n, who))
+        runs = {who: _median_run(r) for who, r in measured.items()}
         raw["initial_sync"][n] = {who: asdict(r) for who, r in runs.items()}
         s, f = runs["syncer"], runs["floor"]
         figures.append(Figure(f"sync_wall_{n}", f"initial sync N={n}: wall time ratio", s.wall / f.wall, "x",
@@ -105,8 +109,9 @@ async def measure(quick: bool) -> tuple[list[Figure], dict[str, Any]]:
 
     rate, batched = await patch_rate.rate(500 if quick else 3000)
     n = 100 if quick else 1000
-    plain = _median_run([await initial_sync.one(n, "syncer") for _ in range(rounds)])
-    patched = _median_run([await initial_sync.one(n, "syncer", harness.PATCHED_CONFIG) for _ in range(rounds)])
+    pairs = [(await initial_sync.one(n, "syncer"), await initial_sync.one(n, "syncer", harness.PATCHED_CONFIG))
+             for _ in range(rounds)]
+    plain, patched = _median_run([p for p, _ in pairs]), _median_run([q for _, q in pairs])
     raw["patches"] = {"rate": rate, "batched": batched, "plain": asdict(plain), "patched": asdict(patched)}
     figures += [
         Figure("patch_rate", "patch evaluations per second (async path)", rate, "/s",
