@@ -38,7 +38,7 @@ from syncer.controllers.pods import FORCE_SYNC, NAMESPACE_INDEX, SERVICE, PodRec
 from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate.references import CONFIGMAP, PVC, SECRET
 from syncer.controllers.runtimeclasses import RuntimeClassReconciler
-from syncer.kube.cache import Store, field_equal, object_key, rest_equal
+from syncer.kube.cache import Cached, Store, field_equal, object_key, rest_equal
 from syncer.kube.cache import field as cached_field
 from syncer.kube.client import KubeClient
 from syncer.kube.controller import Controller
@@ -122,34 +122,34 @@ def _service_transform(obj: Obj) -> Obj:
     return out
 
 
-def _namespace_index(obj: Obj) -> list[str]:
+def _namespace_index(obj: Cached) -> list[str]:
     ns = (obj.get("metadata") or {}).get("namespace")
     return [ns] if isinstance(ns, str) else []
 
 
-def _own_key(obj: Obj) -> list[str]:
+def _own_key(obj: Cached) -> list[str]:
     return [object_key(obj)]
 
 
-def _virtual_key_of_host_pod(hpod: Obj) -> list[str]:
+def _virtual_key_of_host_pod(hpod: Cached) -> list[str]:
     key = translate.virtual_key_of_host_pod({"metadata": cached_field(hpod, "metadata")})
     return [key] if key is not None else []
 
 
-def _rc_index(pod: Obj) -> list[str]:
+def _rc_index(pod: Cached) -> list[str]:
     spec = pod.get("spec")
     rcn = spec.get("runtimeClassName") if isinstance(spec, dict) else None
     return [rcn] if isinstance(rcn, str) and rcn else []
 
 
-def _host_rc_index(hpod: Obj) -> list[str]:
+def _host_rc_index(hpod: Cached) -> list[str]:
     """Host pods by the runtime class their virtual pod named (finds orphans whose virtual pod is gone)."""
     ann = (cached_field(hpod, "metadata") or {}).get("annotations")
     rcn = ann.get(translate.VIRTUAL_RUNTIME_CLASS) if isinstance(ann, dict) else None
     return [rcn] if isinstance(rcn, str) and rcn else []
 
 
-def _pod_changed(old: Obj, new: Obj) -> bool:
+def _pod_changed(old: Cached, new: Cached) -> bool:
     """A virtual pod change the pod reconciler must look at (not just a status write)."""
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
     # metadata besides identity is packed: labels, annotations (and owners, finalizers) compare encoded
@@ -275,11 +275,11 @@ class Syncer:
 
     # ------------------------------------------------------------------ event handlers (map to keys)
 
-    def _pods_waiting_for_host_object(self, kind: str, obj: Obj) -> list[str]:
+    def _pods_waiting_for_host_object(self, kind: str, obj: Cached) -> list[str]:
         """A host ConfigMap/Secret/PVC/Service appeared or changed: the pods waiting for it."""
         return self.pod_reconciler.pods_waiting_for(kind, (obj.get("metadata") or {}).get("name", ""))
 
-    def _pods_waiting_for_virtual_object(self, kind: str, obj: Obj) -> list[str]:
+    def _pods_waiting_for_virtual_object(self, kind: str, obj: Cached) -> list[str]:
         """A virtual ConfigMap/Secret appeared or changed: the pods waiting for its host copy."""
         meta = obj.get("metadata") or {}
         return self.pod_reconciler.pods_waiting_for(kind, translate.host_pod_name(
@@ -308,7 +308,7 @@ class Syncer:
             else:
                 log.error("runtime policy %s: %s", policy.source, problem)
 
-    def _enqueue_rc(self, rc: Obj) -> None:
+    def _enqueue_rc(self, rc: Cached) -> None:
         self.rc_queue.add(object_key(rc))
 
     def _enqueue_all_rcs(self) -> None:
@@ -327,12 +327,12 @@ class Syncer:
         self._enqueue_all_rcs()
         self._enqueue_all_pods()
 
-    def _gate_state(self, rc: Obj | None) -> tuple[bool, bool, bool]:
+    def _gate_state(self, rc: Cached | None) -> tuple[bool, bool, bool]:
         if rc is None:
             return (False, False, False)
         return (True, bool((rc.get("metadata") or {}).get("deletionTimestamp")), runtime_class_matches(self.config, rc))
 
-    def _host_rc_changed(self, old: Obj | None, new: Obj | None) -> None:
+    def _host_rc_changed(self, old: Cached | None, new: Cached | None) -> None:
         rc = new or old
         assert rc is not None
         name = object_key(rc)

@@ -14,7 +14,7 @@ from typing import Any
 
 from syncer.config.model import SyncerConfig
 
-Obj = dict[str, Any]
+Obj = Mapping[str, Any]  # a host RuntimeClass (cached or whole)
 SELECTOR_PATH = "sync.fromHost.runtimeClasses.selector"
 
 

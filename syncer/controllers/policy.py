@@ -10,7 +10,7 @@ passes the handler list. Never a silent downgrade to another class.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from syncer.config.model import SyncerConfig
 from syncer.config.policy import Effective
 from syncer.controllers import gate
 
-Obj = dict[str, Any]
+Obj = Mapping[str, Any]  # a host RuntimeClass (cached or whole)
 DEFAULTED_REASON = "RuntimeClassDefaulted"
 
 

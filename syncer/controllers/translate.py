@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,7 +112,7 @@ class ClusterView:
 
     kube_ip: str
     dns_ip: str
-    services: list[Obj] = dataclasses.field(default_factory=list)
+    services: Sequence[Mapping[str, Any]] = dataclasses.field(default_factory=list)
     service_account: str = ""
 
 

@@ -14,7 +14,7 @@ import itertools
 import logging
 from typing import Any
 
-from syncer.kube.cache import Store
+from syncer.kube.cache import Cached, Store
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.clock import now_rfc3339
 from syncer.kube.informer import Handlers, Informer
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
-def running_status(pod: Obj, pod_ip: str, host_ip: str) -> Obj:
+def running_status(pod: Cached, pod_ip: str, host_ip: str) -> Obj:
     """The status a kubelet reports for a started pod whose containers are all ready."""
     now = now_rfc3339()
     containers = (pod.get("spec") or {}).get("containers") or []
@@ -58,7 +58,7 @@ class FakeKubelet:
         self.informer = Informer(client, PODS, self.store, namespace=namespace, name=f"kubelet/{namespace}")
         self.informer.add_handlers(Handlers(on_add=self._enqueue, on_update=lambda _, n: self._enqueue(n)))
 
-    def _enqueue(self, pod: Obj) -> None:
+    def _enqueue(self, pod: Cached) -> None:
         self._queue.put_nowait(pod["metadata"]["name"])
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -85,7 +85,7 @@ class FakeKubelet:
                 if e.status not in (404, 409):
                     log.warning("fake kubelet: %s", e)
 
-    async def _step(self, name: str, pod: Obj) -> None:
+    async def _step(self, name: str, pod: Cached) -> None:
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
         if pod["metadata"].get("deletionTimestamp"):
             await self.client.delete(PODS, name, self.namespace, grace_period_seconds=0)

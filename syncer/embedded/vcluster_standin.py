@@ -18,7 +18,7 @@ from typing import Any
 
 from syncer.controllers.pods import FORCE_SYNC
 from syncer.controllers.translate import MANAGED_BY, OBJECT_NAME, OBJECT_NAMESPACE, host_pod_name
-from syncer.kube.cache import Store, object_key, split_key
+from syncer.kube.cache import Cached, Store, object_key, split_key
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.informer import Handlers, Informer
 from syncer.kube.resources import CONFIGMAPS, PVCS, SECRETS, SERVICEACCOUNTS, SERVICES, APIResource
@@ -64,7 +64,7 @@ class VClusterResourceSyncers:
     def _enqueue_new(self, res: APIResource, _old: Obj, new: Obj) -> None:
         self._enqueue(res, new)
 
-    def _selected(self, res: APIResource, obj: Obj) -> bool:
+    def _selected(self, res: APIResource, obj: Cached) -> bool:
         ann = (obj.get("metadata") or {}).get("annotations") or {}
         return self.all[res.plural] or ann.get(FORCE_SYNC) == "true"
 

@@ -1,29 +1,29 @@
 """The in-memory cache an informer keeps current (client-go's `cache.Indexer`).
 
 Objects are stored after a `transform` that keeps only the fields the reconcilers read (and always
-drops `managedFields`), then packed: of the top-level fields named in `packed` (a pod's `metadata`, `spec`
-and `status`, say) only the sub-fields that event handlers and indexes read stay decoded, the rest is kept
-as compact JSON bytes. A Python dict tree costs about five times its JSON text, and a reconcile decodes
-the one object it works on (`full`) in microseconds. Objects are keyed like client-go's
-`MetaNamespaceKeyFunc` (`namespace/name`, or `name` for cluster-scoped objects). Named indexes map an
-index value to the keys of the objects that carry it (e.g. virtual pods by `spec.runtimeClassName`), so a
-lookup costs the size of the answer, not of the cache.
+drops `managedFields`), then packed (`Packed`): of the top-level fields named in `packed` (a pod's
+`metadata`, `spec` and `status`, say) only the sub-fields that event handlers and indexes read stay
+decoded, in one flat tuple, and the rest is kept as compact JSON bytes. A Python dict tree costs about five
+times its JSON text, and a reconcile decodes the one object it works on (`full`) in microseconds. Objects
+are keyed like client-go's `MetaNamespaceKeyFunc` (`namespace/name`, or `name` for cluster-scoped
+objects). Named indexes map an index value to the keys of the objects that carry it (e.g. virtual pods by
+`spec.runtimeClassName`), so a lookup costs the size of the answer, not of the cache.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from syncer.kube import jsonutil
 
 Obj = dict[str, Any]
-PACKED = "__packed__"  # cache-only key: field name -> its JSON bytes
 Transform = Callable[[Obj], Obj]
-IndexFunc = Callable[[Obj], list[str]]
+IndexFunc = Callable[["Cached"], list[str]]
 
 
-def object_key(obj: Obj) -> str:
+def object_key(obj: Mapping[str, Any]) -> str:
     """`namespace/name` for namespaced objects, `name` otherwise.
 
     Raises:
@@ -53,47 +53,155 @@ def strip_managed_fields(obj: Obj) -> Obj:
     return obj
 
 
-def pack(obj: Obj, fields: Mapping[str, tuple[str, ...]]) -> Obj:
-    """`obj` with each top-level field of `fields` that is a JSON object reduced to the listed sub-fields,
-    the rest of it kept encoded under `PACKED`. E.g. `pack(pod, {"spec": ("nodeName",)})`."""
-    packed: dict[str, bytes] = {}
-    out = dict(obj)
-    for name, keep in fields.items():
-        value = obj.get(name)
-        if isinstance(value, dict):
-            packed[name] = jsonutil.dumps_compact({k: v for k, v in value.items() if k not in keep})
-            out[name] = {k: value[k] for k in keep if k in value}
-    if packed:
-        out[PACKED] = packed
-    return out
+_MISSING: Any = object()  # a kept sub-field the object does not have
+_SHARED_MAX_BYTES = 64  # small packed values (apiVersion/kind, a pending pod's status) are shared ...
+_SHARED_MAX_ENTRIES = 4096  # ... up to this many distinct ones per layout
+_INTERNED = frozenset({"namespace", "runtimeClassName", "nodeName"})  # kept values many objects repeat
 
 
-def field(obj: Obj, name: str) -> Any:
+class Layout:
+    """The shape of packed objects: top-level field -> the sub-fields left decoded.
+
+    E.g. `Layout({"metadata": ("name", "namespace"), "spec": ("nodeName",)})`. A `Packed` object holds one
+    flat tuple: the JSON of every top-level field not in the layout, then for each layout field the JSON of
+    its other sub-fields followed by the kept sub-fields' values.
+    """
+
+    __slots__ = ("_shared", "fields", "slots")
+
+    def __init__(self, fields: Mapping[str, tuple[str, ...]]) -> None:
+        self.fields = tuple((name, tuple(keep)) for name, keep in fields.items())
+        self.slots: dict[str, tuple[int, tuple[str, ...]]] = {}  # field -> (slot of its rest's JSON, kept)
+        slot = 1
+        for name, keep in self.fields:
+            self.slots[name] = (slot, keep)
+            slot += 1 + len(keep)
+        self._shared: dict[bytes, bytes] = {}
+
+    def share(self, data: bytes) -> bytes:
+        """One bytes object for equal small encodings (bounded: at most 4,096 distinct ones are shared)."""
+        if len(data) > _SHARED_MAX_BYTES:
+            return data
+        shared = self._shared.get(data)
+        if shared is not None:
+            return shared
+        if len(self._shared) < _SHARED_MAX_ENTRIES:
+            self._shared[data] = data
+        return data
+
+
+class Packed(Mapping[str, Any]):
+    """A cached object kept small: a read-only mapping of its top-level fields.
+
+    A layout field (`Layout`) reads as a new dict of its kept sub-fields alone, the way event handlers and
+    indexes see it; any other field is decoded from JSON when read. `full()` and `field()` give whole
+    values. Costs about 200 bytes besides the JSON text and the kept values, where the same object as
+    nested dicts costs about five times its JSON text.
+    """
+
+    __slots__ = ("_layout", "_v")
+
+    def __init__(self, obj: Obj, layout: Layout) -> None:
+        values: list[Any] = [None]
+        other = dict(obj)
+        for name, keep in layout.fields:
+            value = other.get(name)
+            if not isinstance(value, dict):
+                values.append(None)
+                values.extend(_MISSING for _ in keep)
+                continue
+            del other[name]
+            rest = {k: v for k, v in value.items() if k not in keep}
+            values.append(layout.share(jsonutil.dumps_compact(rest)))
+            for k in keep:
+                v = value.get(k, _MISSING)
+                values.append(sys.intern(v) if k in _INTERNED and isinstance(v, str) else v)
+        if other:
+            values[0] = layout.share(jsonutil.dumps_compact(other))
+        self._layout = layout
+        self._v = tuple(values)
+
+    def _kept(self, name: str) -> dict[str, Any] | None:
+        entry = self._layout.slots.get(name)
+        if entry is None or self._v[entry[0]] is None:
+            return None
+        slot, keep = entry
+        return {k: v for k, v in zip(keep, self._v[slot + 1:slot + 1 + len(keep)], strict=True) if v is not _MISSING}
+
+    def _other(self) -> dict[str, Any]:
+        data = self._v[0]
+        return jsonutil.loads(data) if data is not None else {}
+
+    def __getitem__(self, name: str) -> Any:
+        kept = self._kept(name)
+        return kept if kept is not None else self._other()[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Top-level field `name` as handlers see it (a layout field reduced to its kept sub-fields)."""
+        kept = self._kept(name)
+        if kept is not None:
+            return kept
+        return self._other().get(name, default) if self._v[0] is not None else default
+
+    def __contains__(self, name: object) -> bool:
+        return self.get(name, _MISSING) is not _MISSING if isinstance(name, str) else False
+
+    def __iter__(self) -> Iterator[str]:
+        yield from (name for name, _ in self._layout.fields if self._v[self._layout.slots[name][0]] is not None)
+        yield from self._other()
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def rest(self, name: str) -> bytes | None:
+        """The JSON of layout field `name` without its kept sub-fields (None when the object lacks it)."""
+        entry = self._layout.slots.get(name)
+        return self._v[entry[0]] if entry is not None else None
+
+    def field(self, name: str) -> Any:
+        """Top-level field `name`, whole (a new dict for a layout field), or None."""
+        kept = self._kept(name)
+        if kept is None:
+            return self._other().get(name)
+        return {**kept, **jsonutil.loads(self._v[self._layout.slots[name][0]])}
+
+    def full(self) -> Obj:
+        """The whole object as a new dict."""
+        v = self._v
+        out = self._other()
+        for name, (slot, keep) in self._layout.slots.items():
+            rest = v[slot]
+            if rest is not None:
+                value = {k: x for k, x in zip(keep, v[slot + 1:slot + 1 + len(keep)], strict=True) if x is not _MISSING}
+                value.update(jsonutil.loads(rest))
+                out[name] = value
+        return out
+
+
+Cached = Mapping[str, Any]  # what a Store holds: a Packed object, or a plain dict in a store without a layout
+
+
+def field(obj: Cached, name: str) -> Any:
     """Top-level field `name` of a cached object, whole (decoded when packed; a new dict then)."""
-    raw = (obj.get(PACKED) or {}).get(name)
-    if raw is None:
-        return obj.get(name)
-    return {**obj[name], **jsonutil.loads(raw)}
+    return obj.field(name) if isinstance(obj, Packed) else obj.get(name)
 
 
-def unpack(obj: Obj) -> Obj:
-    """The whole object of a packed one (a new dict; `obj` itself when nothing was packed)."""
-    packed = obj.get(PACKED)
-    if not packed:
-        return obj
-    out = {k: v for k, v in obj.items() if k != PACKED}
-    for name in packed:
-        out[name] = field(obj, name)
-    return out
+def unpack(obj: Cached) -> Obj:
+    """The whole object of a cached one (a new dict when packed; `obj` itself when it is a dict)."""
+    if isinstance(obj, Packed):
+        return obj.full()
+    return obj if isinstance(obj, dict) else dict(obj)
 
 
-def rest_equal(old: Obj, new: Obj, name: str) -> bool:
-    """Whether the packed rest of field `name` (all but its sub-fields kept decoded) is the same in two
-    cached objects, compared encoded."""
-    return bool((old.get(PACKED) or {}).get(name) == (new.get(PACKED) or {}).get(name))
+def rest_equal(old: Cached, new: Cached, name: str) -> bool:
+    """Whether the packed rest of field `name` (all but its kept sub-fields) is the same in two cached
+    objects, compared encoded (true for unpacked objects: the kept part is then the whole field)."""
+    if isinstance(old, Packed) and isinstance(new, Packed):
+        return old.rest(name) == new.rest(name)
+    return True
 
 
-def field_equal(old: Obj, new: Obj, name: str) -> bool:
+def field_equal(old: Cached, new: Cached, name: str) -> bool:
     """Whether top-level field `name` is the same in two cached objects, packed or not."""
     return rest_equal(old, new, name) and old.get(name) == new.get(name)
 
@@ -104,14 +212,15 @@ class Store:
     Args:
         transform: applied to every object before it is stored (default: drop managedFields).
         indexers: index name -> function returning the index values of an object (they see it packed).
-        packed: top-level field -> the sub-fields left decoded (see `pack`); `full` gives the whole object.
+        packed: top-level field -> the sub-fields left decoded (see `Layout`); objects are then kept as
+            `Packed` mappings, and `full` gives the whole object.
     """
 
     def __init__(self, transform: Transform | None = None, indexers: dict[str, IndexFunc] | None = None,
                  packed: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self._transform = transform or strip_managed_fields
-        self._packed = dict(packed or {})
-        self._items: dict[str, Obj] = {}
+        self._layout = Layout(packed) if packed else None
+        self._items: dict[str, Cached] = {}
         self._indexers = indexers or {}
         self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
 
@@ -121,7 +230,7 @@ class Store:
     def __contains__(self, key: str) -> bool:
         return key in self._items
 
-    def get(self, key: str) -> Obj | None:
+    def get(self, key: str) -> Cached | None:
         """The cached object for a key, or None, with its packed fields reduced to the sub-fields kept
         decoded. Treat it as read-only."""
         return self._items.get(key)
@@ -135,11 +244,11 @@ class Store:
         """A snapshot of all keys (client-go's ListKeys)."""
         return list(self._items)
 
-    def values(self) -> Iterator[Obj]:
+    def values(self) -> Iterator[Cached]:
         """All cached objects."""
         return iter(list(self._items.values()))
 
-    def by_index(self, index: str, value: str) -> list[Obj]:
+    def by_index(self, index: str, value: str) -> list[Cached]:
         """Objects whose index function returned `value` for index `index`."""
         return [self._items[k] for k in self._indexes[index].get(value, ())]
 
@@ -147,16 +256,15 @@ class Store:
         """Keys of the objects whose index function returned `value`."""
         return list(self._indexes[index].get(value, ()))
 
-    def upsert(self, obj: Obj) -> tuple[Obj | None, Obj]:
+    def upsert(self, obj: Obj) -> tuple[Cached | None, Cached]:
         """Store an object (transformed). Returns (previous object or None, stored object).
 
         Raises:
             ValueError: the object has no name.
         """
         key = object_key(obj)
-        new = self._transform(obj)
-        if self._packed:
-            new = pack(new, self._packed)
+        transformed = self._transform(obj)
+        new: Cached = Packed(transformed, self._layout) if self._layout is not None else transformed
         values = {name: fn(new) for name, fn in self._indexers.items()}  # may raise: nothing changed yet
         old = self._items.get(key)
         if old is not None:
@@ -167,7 +275,7 @@ class Store:
                 self._indexes[name].setdefault(value, set()).add(key)
         return old, new
 
-    def delete(self, obj_or_key: Obj | str) -> Obj | None:
+    def delete(self, obj_or_key: Obj | str) -> Cached | None:
         """Remove an object by key or by object. Returns the cached object that was removed, or None."""
         key = obj_or_key if isinstance(obj_or_key, str) else object_key(obj_or_key)
         old = self._items.pop(key, None)
@@ -175,7 +283,7 @@ class Store:
             self._unindex(key, old)
         return old
 
-    def _unindex(self, key: str, obj: Obj) -> None:
+    def _unindex(self, key: str, obj: Cached) -> None:
         for name, fn in self._indexers.items():
             for value in fn(obj):
                 keys = self._indexes[name].get(value)

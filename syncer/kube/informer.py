@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from syncer.kube.cache import Store, object_key
+from syncer.kube.cache import Cached, Store, object_key
 from syncer.kube.client import ApiError, KubeClient, sleep_or_stop
 from syncer.kube.resources import APIResource
 
@@ -37,9 +37,9 @@ class Handlers:
     controllers fed by this informer re-examine all their keys then (client-go covers this with
     periodic resyncs; here it costs nothing unless a re-list happens)."""
 
-    on_add: Callable[[Obj], None] = lambda obj: None
-    on_update: Callable[[Obj, Obj], None] = lambda old, new: None
-    on_delete: Callable[[Obj], None] = lambda obj: None
+    on_add: Callable[[Cached], None] = lambda obj: None
+    on_update: Callable[[Cached, Cached], None] = lambda old, new: None
+    on_delete: Callable[[Cached], None] = lambda obj: None
     on_relist: Callable[[], None] = lambda: None
 
 
@@ -64,7 +64,7 @@ class Backoff:
         self._failures = 0
 
 
-def _rv(obj: Obj) -> str:
+def _rv(obj: Cached) -> str:
     meta = obj.get("metadata") or {}
     return str(meta.get("resourceVersion") or "")
 
@@ -244,11 +244,11 @@ class Informer:
             self._safely(h.on_add, new) if old is None else self._safely(h.on_update, old, new)
         return key
 
-    def _dispatch_delete(self, old: Obj) -> None:
+    def _dispatch_delete(self, old: Cached) -> None:
         for h in self.handlers:
             self._safely(h.on_delete, old)
 
-    def _safely(self, fn: Callable[..., None], *args: Obj) -> None:
+    def _safely(self, fn: Callable[..., None], *args: Cached) -> None:
         try:
             fn(*args)
         except Exception:

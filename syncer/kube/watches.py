@@ -7,13 +7,13 @@ wires the informer's handlers to the queue, so adding a watched resource is a de
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from syncer.kube.informer import Handlers, Informer
 from syncer.kube.workqueue import WorkQueue
 
-Obj = dict[str, Any]
+Obj = Mapping[str, Any]  # a cached object (kube/cache.py)
 
 
 def enqueue(informer: Informer, queue: WorkQueue, keys: Callable[[Obj], Iterable[str]], *,

@@ -18,6 +18,7 @@ of `Translate`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 Obj = dict[str, Any]
@@ -48,7 +49,7 @@ def _env_name(name: str) -> str:
     return name.upper().replace("-", "_")
 
 
-def service_environment(services: list[Obj], enable_links: bool, kube_ip: str) -> dict[str, str]:
+def service_environment(services: Sequence[Mapping[str, Any]], enable_links: bool, kube_ip: str) -> dict[str, str]:
     """The environment the kubelet would give a pod of the virtual cluster: the Services of its namespace
     that have a ClusterIP (only when `enable_links`), then the `KUBERNETES_*` variables for `kube_ip`."""
     env: dict[str, str] = {}
