@@ -43,6 +43,7 @@ from syncer.controllers.podtranslate import tokens
 from syncer.controllers.podtranslate.references import CONFIGMAP, Dependency
 from syncer.kube.cache import Store, object_key, split_key
 from syncer.kube.cache import field as cached_field
+from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.controller import ReconcileError
 from syncer.kube.events import EventRecorder
@@ -141,6 +142,10 @@ class PodReconciler:
         self.recorder = recorder
         self.metrics = metrics
         self._skipped: dict[str, str] = {}  # malformed virtual pods already logged, by resourceVersion
+        # pods whose host pod this process just created: key -> (virtual, host) resourceVersion then. The
+        # reconcile the host pod's creation brings finds both unchanged and skips the comparison (it was made
+        # by the create); popped by the next reconcile of the key, so it holds only creations in flight.
+        self._created: dict[str, tuple[str, str]] = {}
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
         self.host_objects = dict(host_objects or {})
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects, by key
@@ -173,6 +178,7 @@ class PodReconciler:
         if namespace is None:
             log.warning("pod key %r has no namespace; ignored", key)
             return None
+        created = self._created.pop(key, None)
         vpod = self.virtual_pods.full(key)
         if vpod is not None:
             problem = translate.pod_shape_error(vpod)
@@ -206,7 +212,7 @@ class PodReconciler:
             self.metrics.pods_refused.labels(rc_name).inc()
             await self._orphaned(vpod, hpod, decision)
         else:
-            await self._update(vpod, hpod, decision)
+            await self._update(vpod, hpod, decision, unchanged=created == (_rv(vpod), _rv(hpod)))
         return None
 
     # ------------------------------------------------------------------ the cases
@@ -372,13 +378,17 @@ class PodReconciler:
         log.info("%s", message)
         await self.recorder.record(PODS, vpod, "Warning", "Orphaned", message, ACTION)
 
-    async def _update(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision) -> None:
-        desired = self._translate(vpod)[0]
-        ann = desired["metadata"]["annotations"]  # the tokens the host pod was created with stay
-        ann.update({k: v for k, v in (hpod["metadata"].get("annotations") or {}).items()
-                    if k.startswith(tokens.TOKEN_ANNOTATION_PREFIX)})
+    async def _update(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision, *, unchanged: bool = False) -> None:
+        """Patch the host pod's mutable fields to the translation of `vpod` (skipped when `unchanged`: both
+        pods are as this process created them), bind the virtual pod and copy the host pod's status."""
         hname = hpod["metadata"]["name"]
-        ops = translate.host_pod_update(desired, hpod)
+        ops: list[Obj] = []
+        if not unchanged:
+            desired = self._translate(vpod)[0]
+            ann = desired["metadata"]["annotations"]  # the tokens the host pod was created with stay
+            ann.update({k: v for k, v in (hpod["metadata"].get("annotations") or {}).items()
+                        if k.startswith(tokens.TOKEN_ANNOTATION_PREFIX)})
+            ops = translate.host_pod_update(desired, hpod)
         if ops:
             await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json"))
             self.metrics.pods_synced.labels(decision.runtime_class).inc()
@@ -477,6 +487,7 @@ class PodReconciler:
             await self.recorder.record(PODS, vpod, "Warning", "SyncError", msg, ACTION)
             return None
         self.metrics.pods_synced.labels(rc_name).inc()
+        self._created[object_key(vpod)] = (_rv(vpod), _rv(created))
         log.info("created host pod %s/%s from virtual pod %s/%s", self.host_namespace, hname,
                  vpod["metadata"]["namespace"], vpod["metadata"]["name"])
         return created

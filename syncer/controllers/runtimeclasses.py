@@ -29,6 +29,7 @@ from syncer.controllers.translate import (
     virtual_runtime_class,
 )
 from syncer.kube.cache import Store
+from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.controller import ReconcileError
 from syncer.kube.events import EventRecorder
@@ -61,14 +62,19 @@ class RuntimeClassReconciler:
         self.patcher = patcher
         self.recorder = recorder
         self._refusal_logged: dict[str, str] = {}  # name -> host resourceVersion already logged
+        # classes this process just created: name -> (host, virtual) resourceVersion then. The reconcile the
+        # creation brings finds both unchanged and has nothing to compare; popped by it (see reconcile).
+        self._created: dict[str, tuple[str, str]] = {}
 
-    async def desired(self, name: str, actual: Obj | None) -> Obj | None:
+    async def desired(self, name: str, actual: Obj | None, host: Obj | None = None) -> Obj | None:
         """The virtual RuntimeClass that should exist for `name` (patched), or None when none should.
+        `host`: the host class when the caller has it whole already (else read from the cache).
 
         Raises:
             PatchFailed: a patch failed for this object.
         """
-        host = self.host_rcs.full(name)
+        if host is None:
+            host = self.host_rcs.full(name)
         if host is None or not runtime_class_matches(self.config, host):
             return None
         out = virtual_runtime_class(host)  # callers have checked runtime_class_shape_error(host)
@@ -79,6 +85,10 @@ class RuntimeClassReconciler:
 
     async def reconcile(self, name: str) -> float | None:
         """Bring virtual RuntimeClass `name` to the desired state. Raises ApiError to be retried."""
+        created = self._created.pop(name, None)
+        if created is not None and self.patcher is None and created == (_rv(self.host_rcs.get(name)),
+                                                                        _rv(self.virtual_rcs.get(name))):
+            return None  # both as this process left them when it created the class (patches may read it)
         host = self.host_rcs.full(name)
         actual = self.virtual_rcs.full(name)
         if is_controlled_by_other(host) or is_controlled_by_other(actual):
@@ -89,7 +99,7 @@ class RuntimeClassReconciler:
             self._log_once(name, host, f"skipped host runtime class {name!r}: {problem}")
             return None
         try:
-            desired = await self.desired(name, actual)
+            desired = await self.desired(name, actual, host)
         except PatchFailed as e:
             msg = f'runtime class "{name}": patch "{e.path}" failed: {e.reason}'
             log.warning("%s", msg)
@@ -108,7 +118,9 @@ class RuntimeClassReconciler:
         self._refusal_logged.pop(name, None)
         if actual is None:
             log.info("create virtual runtime class %s from the host", name)
-            await self._create(desired)
+            stored = await self._create(desired)
+            if host is not None:
+                self._created[name] = (_rv(host), _rv(stored))
             return None
         if runtime_class_view(desired) == runtime_class_view(actual):
             return None
@@ -135,9 +147,9 @@ class RuntimeClassReconciler:
             self._refusal_logged[name] = rv
             log.log(level, "%s", message)
 
-    async def _create(self, desired: Obj) -> None:
+    async def _create(self, desired: Obj) -> Obj:
         try:
-            await self.virtual.create(RUNTIMECLASSES, desired)
+            return await self.virtual.create(RUNTIMECLASSES, desired)
         except ApiError as e:
             if not e.already_exists:
                 raise

@@ -37,6 +37,12 @@ def object_key(obj: Mapping[str, Any]) -> str:
     return f"{ns}/{name}" if ns else name
 
 
+def resource_version(obj: Mapping[str, Any] | None) -> str:
+    """metadata.resourceVersion of an object, "" when it has none (or is None)."""
+    meta = obj.get("metadata") if obj is not None else None
+    return str(meta.get("resourceVersion") or "") if isinstance(meta, Mapping) else ""
+
+
 def split_key(key: str) -> tuple[str | None, str]:
     """Inverse of object_key: (namespace or None, name)."""
     if "/" in key:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.kube.cache import Cached, Store, object_key
+from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import ApiError, KubeClient, sleep_or_stop
 from syncer.kube.resources import APIResource
 
@@ -62,11 +63,6 @@ class Backoff:
     def reset(self) -> None:
         """Back to `initial` after a success."""
         self._failures = 0
-
-
-def _rv(obj: Cached) -> str:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("resourceVersion") or "")
 
 
 class Informer:
