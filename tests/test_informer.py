@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
+
+import pytest
 
 from syncer.kube.cache import Store
 from syncer.kube.informer import Backoff, Handlers, Informer
@@ -115,3 +118,48 @@ async def test_list_in_chunks_caches_everything_and_keeps_large_fields_packed(cl
     assert "__packed__" not in full
     lists = [a for a in clusters.host_server.audit if a.verb == "list" and a.resource == "runtimeclasses"]
     assert len(lists) == 3 and inf.lists == 1  # 3 + 3 + 1 objects, one list
+
+
+async def test_an_api_server_briefly_away_is_info_until_it_persists_and_a_403_is_an_error(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="syncer.kube.informer")
+    away = clusters.host_server.faults.fail(503, verb="list", resource="runtimeclasses", times=7)
+    inf = Informer(clusters.host, RUNTIMECLASSES, Store(), backoff=Backoff(initial=0.01, cap=0.02))
+    stop = asyncio.Event()
+    task = asyncio.create_task(inf.run(stop))
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 10)  # after the 7 failures
+        assert away.times == 0
+        retrying = [r for r in caplog.records
+                    if "HTTP 503" in r.getMessage() and "watching again" not in r.getMessage()]
+        # "retrying with backoff" at info for the first failure and at warning at the 5th in a row; the rest debug
+        assert [r.getMessage().endswith("retrying with backoff") for r in retrying] == [
+            True, False, False, False, True, False, False]
+        assert [r.levelno for r in retrying] == [logging.INFO, logging.DEBUG, logging.DEBUG, logging.DEBUG,
+                                                 logging.WARNING, logging.DEBUG, logging.DEBUG]
+        assert any("watching again" in r.getMessage() and r.levelno == logging.INFO for r in caplog.records)
+        caplog.clear()
+        errors = _ErrorSeen()
+        logging.getLogger("syncer.kube.informer").addHandler(errors)
+        clusters.host_server.faults.fail(403, verb="watch", resource="runtimeclasses", times=2)
+        clusters.host_server.storage.close_watches()
+        await asyncio.wait_for(errors.seen.wait(), 10)
+        logging.getLogger("syncer.kube.informer").removeHandler(errors)
+        (error,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert "forbidden to watch runtimeclasses (group node.k8s.io) on the host cluster" in error.getMessage()
+    finally:
+        stop.set()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+class _ErrorSeen(logging.Handler):
+    """Sets `seen` when a record at error level is logged."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.seen = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.set()

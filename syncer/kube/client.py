@@ -93,6 +93,15 @@ class ApiError(Exception):
         """410 Gone/Expired (resourceVersion too old: re-list)."""
         return self.status == 410
 
+    @property
+    def transient(self) -> bool:
+        """Routine and retried: no response, a conflict, throttling (429) or brief server trouble (5xx)."""
+        return self.status in TRANSIENT_STATUSES
+
+
+TRANSIENT_STATUSES = (0, 409, 429, 500, 502, 503, 504)  # no response, conflict, throttled, server trouble
+PERSISTENT_RETRIES = 5  # a transient failure is logged at warning from this retry on (info before)
+
 
 @dataclass(frozen=True)
 class WatchEvent:

@@ -15,15 +15,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from syncer.kube.client import ApiError
+from syncer.kube.client import PERSISTENT_RETRIES, ApiError
 from syncer.kube.workqueue import ShutDown, WorkQueue
 from syncer.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 Reconcile = Callable[[str], Awaitable[float | None]]
-TRANSIENT_STATUSES = (0, 409, 429, 500, 502, 503, 504)  # no response, conflict, throttled, server trouble
-PERSISTENT_RETRIES = 5  # a transient failure logged at warning from this retry on
 
 
 class ReconcileError(Exception):
@@ -139,7 +137,7 @@ class Controller:
         elif isinstance(e, (ApiError, ReconcileError)):
             # A conflict, throttling or an API server that is briefly away is routine and retried: info. It
             # becomes something to act on (warning) only when it persists.
-            transient = isinstance(e, ApiError) and e.status in TRANSIENT_STATUSES
+            transient = isinstance(e, ApiError) and e.transient
             log.log(logging.WARNING if not transient or retries + 1 >= PERSISTENT_RETRIES else logging.INFO,
                     "%s %s: %s (retry %d)", self.name, key, e, retries + 1)
         else:

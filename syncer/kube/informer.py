@@ -21,7 +21,7 @@ from typing import Any
 
 from syncer.kube.cache import Cached, Store, object_key
 from syncer.kube.cache import resource_version as _rv
-from syncer.kube.client import ApiError, KubeClient, sleep_or_stop
+from syncer.kube.client import PERSISTENT_RETRIES, ApiError, KubeClient, sleep_or_stop
 from syncer.kube.resources import APIResource
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,8 @@ class Informer:
         self.last_error: ApiError | None = None
         self.lists = 0  # how many full lists were done (1 + re-lists)
         self._rv: str | None = None
-        self._errors_seen: set[tuple[int, str]] = set()
+        self._errors_seen: set[tuple[int, str, int]] = set()  # (status, reason, level) logged since connected
+        self._failures = 0  # failed lists/watches since the last connection
 
     def add_handlers(self, handlers: Handlers) -> None:
         """Register handlers (before `run`)."""
@@ -127,7 +128,13 @@ class Informer:
                     return
 
     def _log_error(self, e: ApiError) -> None:
-        cause = (e.status, e.reason)
+        """Log a failed list or watch once per cause: a 403 as an error; an API server that is briefly away
+        (no response, throttling, 5xx) at info, and at warning once it has failed 5 times in a row; anything
+        else at warning. Repeats are logged at debug."""
+        self._failures += 1
+        level = (logging.ERROR if e.status == 403 else logging.INFO
+                 if e.transient and self._failures < PERSISTENT_RETRIES else logging.WARNING)
+        cause = (e.status, e.reason, level)
         if cause in self._errors_seen:
             log.debug("%s: %s", self.name, e)
             return
@@ -137,13 +144,14 @@ class Informer:
                       self.name, e.verb, self.resource.plural, self.resource.group or "core", self.client.cluster,
                       e.message)
         else:
-            log.warning("%s: %s; retrying with backoff", self.name, e)
+            log.log(level, "%s: %s; retrying with backoff", self.name, e)
 
     def _connected(self) -> None:
         if self.last_error is not None:
             log.info("%s: watching again after: %s", self.name, self.last_error)
         self.last_error = None
         self._errors_seen.clear()
+        self._failures = 0
 
     async def _list(self) -> None:
         # In chunks of `page_size`, as client-go's reflector lists (its pager asks for 500): each chunk is
