@@ -392,8 +392,9 @@ class PodReconciler:
         if ops:
             await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json"))
             self.metrics.pods_synced.labels(decision.runtime_class).inc()
-            log.info("updated host pod %s/%s from virtual pod %s/%s", self.host_namespace, hname,
-                     vpod["metadata"]["namespace"], vpod["metadata"]["name"])
+            log.info("updated host pod %s/%s from virtual pod %s/%s: %s changed", self.host_namespace, hname,
+                     vpod["metadata"]["namespace"], vpod["metadata"]["name"],
+                     ", ".join(dict.fromkeys(str(op.get("path")) for op in ops if op.get("op") != "test")))
         meta = vpod["metadata"]
         # The status is copied whatever happens to the binding: a virtual API server without
         # pods/binding, or RBAC without it, must still show the pod Running.
@@ -488,8 +489,9 @@ class PodReconciler:
             return None
         self.metrics.pods_synced.labels(rc_name).inc()
         self._created[object_key(vpod)] = (_rv(vpod), _rv(created))
-        log.info("created host pod %s/%s from virtual pod %s/%s", self.host_namespace, hname,
-                 vpod["metadata"]["namespace"], vpod["metadata"]["name"])
+        log.info("created host pod %s/%s from virtual pod %s/%s (%s)", self.host_namespace, hname,
+                 vpod["metadata"]["namespace"], vpod["metadata"]["name"],
+                 f'runtime class "{rc_name}" allowed' if rc_name else "no runtime class")
         return created
 
     async def _write(self, vpod: Obj, call: Callable[[], Awaitable[Obj]]) -> Obj:

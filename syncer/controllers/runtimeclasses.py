@@ -117,7 +117,7 @@ class RuntimeClassReconciler:
             return None
         self._refusal_logged.pop(name, None)
         if actual is None:
-            log.info("create virtual runtime class %s from the host", name)
+            log.info("create virtual runtime class %s: host runtime class %s matches the selector", name, name)
             stored = await self._create(desired)
             if host is not None:
                 self._created[name] = (_rv(host), _rv(stored))
@@ -130,7 +130,7 @@ class RuntimeClassReconciler:
             await self._delete(actual)
             await self._create(desired)
             return None
-        log.info("update virtual runtime class %s from the host", name)
+        log.info("update virtual runtime class %s: host runtime class %s changed", name, name)
         update = dict(desired)
         update["metadata"] = {**desired["metadata"], "resourceVersion": actual["metadata"].get("resourceVersion")}
         await self.virtual.replace(RUNTIMECLASSES, update)
