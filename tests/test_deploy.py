@@ -3,9 +3,13 @@ arguments are ones the CLI accepts, and it grants on the host exactly what deplo
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+import pytest
 import yaml
 
 from syncer.cli import _parser
@@ -52,3 +56,23 @@ def test_the_policy_configmap_holds_a_valid_policy_for_the_fragment(tmp_path: Pa
     args = _parser().parse_args(["run", "--config=c", "--virtual-kubeconfig=k", "--vcluster-name=v",
                                  "--host-namespace=n", "--policy=/etc/runtimeclass-syncer/policy.yaml"])
     assert args.policy == "/etc/runtimeclass-syncer/policy.yaml"
+
+
+CHART_SCHEMA = os.environ.get("VCLUSTER_CHART_SCHEMA", "")
+
+
+@pytest.mark.skipif(not CHART_SCHEMA, reason="set VCLUSTER_CHART_SCHEMA to the vcluster chart's values.schema.json "
+                                             "(loft-sh/vcluster chart/values.schema.json) to check the fragment "
+                                             "against it; the schema is not part of this repository")
+def test_the_fragment_and_examples_validate_against_the_vcluster_charts_schema() -> None:
+    schema = json.loads(Path(CHART_SCHEMA).read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    files = [DEPLOY / "vcluster.yaml", *sorted((DEPLOY.parent / "examples").glob("vcluster-*.yaml"))]
+    for path in files:
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                  for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
+        assert errors == [], f"{path.name} does not validate against the chart's schema"
+    misspelled = yaml.safe_load((DEPLOY / "vcluster.yaml").read_text())
+    misspelled["controlPlane"]["statefulSet"]["sidecarContainer"] = misspelled["controlPlane"]["statefulSet"].pop(
+        "sidecarContainers")
+    assert any("sidecarContainer" in e.message for e in validator.iter_errors(misspelled))  # the check can fail
