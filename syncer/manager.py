@@ -38,7 +38,7 @@ from syncer.controllers.pods import FORCE_SYNC, NAMESPACE_INDEX, SERVICE, PodRec
 from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate.references import CONFIGMAP, PVC, SECRET
 from syncer.controllers.runtimeclasses import RuntimeClassReconciler
-from syncer.kube.cache import Cached, Store, field_equal, object_key, rest_equal
+from syncer.kube.cache import Cached, Store, field_equal, object_key, rest_equal, sub_field
 from syncer.kube.cache import field as cached_field
 from syncer.kube.client import KubeClient
 from syncer.kube.controller import Controller
@@ -123,7 +123,7 @@ def _service_transform(obj: Obj) -> Obj:
 
 
 def _namespace_index(obj: Cached) -> list[str]:
-    ns = (obj.get("metadata") or {}).get("namespace")
+    ns = sub_field(obj, "metadata", "namespace")
     return [ns] if isinstance(ns, str) else []
 
 
@@ -137,8 +137,7 @@ def _virtual_key_of_host_pod(hpod: Cached) -> list[str]:
 
 
 def _rc_index(pod: Cached) -> list[str]:
-    spec = pod.get("spec")
-    rcn = spec.get("runtimeClassName") if isinstance(spec, dict) else None
+    rcn = sub_field(pod, "spec", "runtimeClassName")
     return [rcn] if isinstance(rcn, str) and rcn else []
 
 
@@ -151,10 +150,10 @@ def _host_rc_index(hpod: Cached) -> list[str]:
 
 def _pod_changed(old: Cached, new: Cached) -> bool:
     """A virtual pod change the pod reconciler must look at (not just a status write)."""
-    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
     # metadata besides identity is packed: labels, annotations (and owners, finalizers) compare encoded
     return (not field_equal(old, new, "spec") or not rest_equal(old, new, "metadata")
-            or om.get("deletionTimestamp") != nm.get("deletionTimestamp") or om.get("uid") != nm.get("uid"))
+            or any(sub_field(old, "metadata", k) != sub_field(new, "metadata", k)
+                   for k in ("deletionTimestamp", "uid")))
 
 
 async def _wait_or_stop(aw: Awaitable[Any], *stops: asyncio.Event) -> bool:
@@ -330,7 +329,7 @@ class Syncer:
     def _gate_state(self, rc: Cached | None) -> tuple[bool, bool, bool]:
         if rc is None:
             return (False, False, False)
-        return (True, bool((rc.get("metadata") or {}).get("deletionTimestamp")), runtime_class_matches(self.config, rc))
+        return (True, bool(sub_field(rc, "metadata", "deletionTimestamp")), runtime_class_matches(self.config, rc))
 
     def _host_rc_changed(self, old: Cached | None, new: Cached | None) -> None:
         rc = new or old

@@ -39,6 +39,11 @@ def test_a_packed_pod_reads_as_its_kept_fields_and_comes_back_whole() -> None:
     assert object_key(cached) == "team-a/web"
     # what reconcilers get: the whole object, equal to what was cached
     assert store.full("team-a/web") == original
+    whole = store.full("team-a/web")
+    assert whole is not None
+    whole["kind"], whole["status"]["phase"] = "Changed", "Changed"  # a reconciler's copy is its own
+    store.upsert(pod("other"))  # shares the small encodings (apiVersion/kind, status) with the first
+    assert store.full("team-a/web") == store.full("team-a/web") == original
     assert field(cached, "metadata") == original["metadata"]
     assert field(cached, "kind") == "Pod" and field(cached, "nope") is None
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncer.config.model import SyncerConfig
+from syncer.kube.cache import sub_field
 
 Obj = Mapping[str, Any]  # a host RuntimeClass (cached or whole)
 SELECTOR_PATH = "sync.fromHost.runtimeClasses.selector"
@@ -36,7 +37,7 @@ class GateDecision:
 
 def runtime_class_matches(config: SyncerConfig, host_rc: Obj) -> bool:
     """True when a host RuntimeClass passes the selector (labels that are not a string map never do)."""
-    labels = (host_rc.get("metadata") or {}).get("labels")
+    labels = sub_field(host_rc, "metadata", "labels")
     if labels is not None and not _is_string_map(labels):
         return False
     return config.selector.matches(labels)
@@ -58,9 +59,9 @@ def evaluate(config: SyncerConfig, pod_name: str, rc_name: str, host_rc: Obj | N
 
     if host_rc is None:
         return refuse(f'{subject} couldn\'t be reached in the host: runtimeclasses.node.k8s.io "{rc_name}" not found')
-    if (host_rc.get("metadata") or {}).get("deletionTimestamp"):
+    if sub_field(host_rc, "metadata", "deletionTimestamp"):
         return refuse(f"{subject} couldn't be reached in the host: runtime class is being deleted")
-    labels = (host_rc.get("metadata") or {}).get("labels")
+    labels = sub_field(host_rc, "metadata", "labels")
     if labels is not None and not _is_string_map(labels):
         return refuse(f"{subject} in the host could not be checked against the selector under '{SELECTOR_PATH}': "
                       "metadata.labels is not a map of strings")

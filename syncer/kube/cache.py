@@ -29,6 +29,11 @@ def object_key(obj: Mapping[str, Any]) -> str:
     Raises:
         ValueError: the object has no metadata.name.
     """
+    if isinstance(obj, Packed):
+        name, ns = obj.sub("metadata", "name"), obj.sub("metadata", "namespace")
+        if not isinstance(name, str) or not name:
+            raise ValueError("object has no metadata.name")
+        return f"{ns}/{name}" if ns else name
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not name:
@@ -39,6 +44,8 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 def resource_version(obj: Mapping[str, Any] | None) -> str:
     """metadata.resourceVersion of an object, "" when it has none (or is None)."""
+    if isinstance(obj, Packed):
+        return str(obj.sub("metadata", "resourceVersion") or "")
     meta = obj.get("metadata") if obj is not None else None
     return str(meta.get("resourceVersion") or "") if isinstance(meta, Mapping) else ""
 
@@ -73,16 +80,33 @@ class Layout:
     its other sub-fields followed by the kept sub-fields' values.
     """
 
-    __slots__ = ("_shared", "fields", "slots")
+    __slots__ = ("_decoded", "_shared", "absent", "fields", "kept", "slots")
 
     def __init__(self, fields: Mapping[str, tuple[str, ...]]) -> None:
         self.fields = tuple((name, tuple(keep)) for name, keep in fields.items())
         self.slots: dict[str, tuple[int, tuple[str, ...]]] = {}  # field -> (slot of its rest's JSON, kept)
+        self.kept: dict[tuple[str, str], tuple[int, int]] = {}  # (field, sub-field) -> (rest's slot, its slot)
         slot = 1
         for name, keep in self.fields:
             self.slots[name] = (slot, keep)
+            for i, sub in enumerate(keep):
+                self.kept[(name, sub)] = (slot, slot + 1 + i)
             slot += 1 + len(keep)
         self._shared: dict[bytes, bytes] = {}
+        self._decoded: dict[bytes, dict[str, Any]] = {}  # shared encodings of scalars only, decoded
+        # the slots of a field the object lacks (or that is not a JSON object: then kept with the others)
+        self.absent = {name: [None] + [_MISSING] * len(keep) for name, keep in self.fields}
+
+    def decode(self, data: bytes) -> dict[str, Any]:
+        """A new dict of the JSON object `data` (one this layout packed). A shared encoding whose values are
+        all scalars is decoded once and copied after that."""
+        decoded = self._decoded.get(data)
+        if decoded is not None:
+            return dict(decoded)
+        value: dict[str, Any] = jsonutil.loads(data)
+        if data in self._shared and all(x is None or isinstance(x, (str, int, float, bool)) for x in value.values()):
+            self._decoded[data] = dict(value)
+        return value
 
     def share(self, data: bytes) -> bytes:
         """One bytes object for equal small encodings (bounded: at most 4,096 distinct ones are shared)."""
@@ -112,16 +136,17 @@ class Packed(Mapping[str, Any]):
         other = dict(obj)
         for name, keep in layout.fields:
             value = other.get(name)
-            if not isinstance(value, dict):
-                values.append(None)
-                values.extend(_MISSING for _ in keep)
+            if value.__class__ is not dict:
+                values += layout.absent[name]
                 continue
             del other[name]
-            rest = {k: v for k, v in value.items() if k not in keep}
-            values.append(layout.share(jsonutil.dumps_compact(rest)))
+            rest = value.copy()
+            slot = len(values)
+            values.append(None)  # the rest's JSON, once the kept sub-fields are out
             for k in keep:
-                v = value.get(k, _MISSING)
-                values.append(sys.intern(v) if k in _INTERNED and isinstance(v, str) else v)
+                v = rest.pop(k, _MISSING)
+                values.append(sys.intern(v) if v.__class__ is str and k in _INTERNED else v)
+            values[slot] = layout.share(jsonutil.dumps_compact(rest))
         if other:
             values[0] = layout.share(jsonutil.dumps_compact(other))
         self._layout = layout
@@ -136,7 +161,7 @@ class Packed(Mapping[str, Any]):
 
     def _other(self) -> dict[str, Any]:
         data = self._v[0]
-        return jsonutil.loads(data) if data is not None else {}
+        return self._layout.decode(data) if data is not None else {}
 
     def __getitem__(self, name: str) -> Any:
         kept = self._kept(name)
@@ -159,6 +184,16 @@ class Packed(Mapping[str, Any]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def sub(self, name: str, sub: str) -> Any:
+        """Sub-field `sub` of top-level field `name` (e.g. "metadata", "name"), or None; without building the
+        field's dict when the layout keeps that sub-field decoded."""
+        slots = self._layout.kept.get((name, sub))
+        if slots is None or self._v[slots[0]] is None:
+            value = self.get(name)
+            return value.get(sub) if isinstance(value, dict) else None
+        v = self._v[slots[1]]
+        return None if v is _MISSING else v
+
     def rest(self, name: str) -> bytes | None:
         """The JSON of layout field `name` without its kept sub-fields (None when the object lacks it)."""
         entry = self._layout.slots.get(name)
@@ -178,13 +213,26 @@ class Packed(Mapping[str, Any]):
         for name, (slot, keep) in self._layout.slots.items():
             rest = v[slot]
             if rest is not None:
-                value = {k: x for k, x in zip(keep, v[slot + 1:slot + 1 + len(keep)], strict=True) if x is not _MISSING}
-                value.update(jsonutil.loads(rest))
+                value = self._layout.decode(rest)
+                for i, k in enumerate(keep, slot + 1):
+                    if v[i] is not _MISSING:
+                        value[k] = v[i]
                 out[name] = value
         return out
 
 
 Cached = Mapping[str, Any]  # what a Store holds: a Packed object, or a plain dict in a store without a layout
+
+
+def sub_field(obj: Cached | None, name: str, sub: str) -> Any:
+    """`obj[name][sub]` of a cached object (e.g. "metadata", "uid"), or None when either is missing; read
+    without building the field's dict when the object is packed and keeps that sub-field decoded."""
+    if obj is None:
+        return None
+    if isinstance(obj, Packed):
+        return obj.sub(name, sub)
+    value = obj.get(name)
+    return value.get(sub) if isinstance(value, Mapping) else None
 
 
 def field(obj: Cached, name: str) -> Any:
