@@ -39,10 +39,12 @@ soak: $(STAMP)
 image:
 	docker build -t runtimeclass-syncer:$(shell $(PYTHON) -c 'import tomllib;print(tomllib.load(open("pyproject.toml","rb"))["project"]["version"])') .
 
-# Without a Docker engine: lint the Dockerfile and run its build steps in a fresh virtualenv.
+# Without a Docker engine: lint the Dockerfile, run its build steps in a fresh virtualenv, and measure that
+# virtualenv's size and start-up (bench/image.py).
 image-check: $(STAMP)
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/python -m pytest -m image -p no:cacheprovider
+	$(BIN)/python -m bench.image
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

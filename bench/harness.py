@@ -103,10 +103,12 @@ class Process:
             self.log.close()
 
 
-def start_syncer(s: Servers, *, config: Path = CONFIG, probe_port: int = 0, extra: tuple[str, ...] = ()) -> Process:
-    """Start `runtimeclass-syncer run` as a user would (default log level, logs to a file)."""
+def start_syncer(s: Servers, *, config: Path = CONFIG, probe_port: int = 0, extra: tuple[str, ...] = (),
+                 command: tuple[str, ...] = ()) -> Process:
+    """Start `runtimeclass-syncer run` as a user would (default log level, logs to a file). `command`: the
+    program to run instead of this checkout's `python -m syncer` (e.g. an installed `runtimeclass-syncer`)."""
     log = (s.workdir / "syncer.log").open("ab")
-    args = [sys.executable, "-m", "syncer", "run", "--config", str(config), "--virtual-kubeconfig",
+    args = [*(command or (sys.executable, "-m", "syncer")), "run", "--config", str(config), "--virtual-kubeconfig",
             str(s.virtual_kubeconfig), "--host-kubeconfig", str(s.host_kubeconfig), "--vcluster-name", VCLUSTER,
             "--host-namespace", HOST_NAMESPACE, *extra]
     if probe_port:

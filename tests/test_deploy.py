@@ -58,12 +58,14 @@ def test_the_policy_configmap_holds_a_valid_policy_for_the_fragment(tmp_path: Pa
     assert args.policy == "/etc/runtimeclass-syncer/policy.yaml"
 
 
-CHART_SCHEMA = os.environ.get("VCLUSTER_CHART_SCHEMA", "")
+SHARED_SCHEMA = DEPLOY.parent.parent / "shared" / "reference" / "vcluster-values.schema.json"
+CHART_SCHEMA = os.environ.get("VCLUSTER_CHART_SCHEMA") or (str(SHARED_SCHEMA) if SHARED_SCHEMA.is_file() else "")
 
 
 @pytest.mark.skipif(not CHART_SCHEMA, reason="set VCLUSTER_CHART_SCHEMA to the vcluster chart's values.schema.json "
-                                             "(loft-sh/vcluster chart/values.schema.json) to check the fragment "
-                                             "against it; the schema is not part of this repository")
+                                             "(loft-sh/vcluster chart/values.schema.json), or put it at "
+                                             "../shared/reference/vcluster-values.schema.json, to check the "
+                                             "fragment against it; the schema is not part of this repository")
 def test_the_fragment_and_examples_validate_against_the_vcluster_charts_schema() -> None:
     schema = json.loads(Path(CHART_SCHEMA).read_text())
     validator = jsonschema.Draft202012Validator(schema)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+
+from bench.image import build_venv
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,16 +31,7 @@ async def test_the_dockerfile_passes_hadolint() -> None:
 
 @pytest.mark.image
 async def test_the_build_steps_give_a_pipless_venv_that_runs_every_example(tmp_path: Path) -> None:
-    src = tmp_path / "src"  # the build context as the Dockerfile copies it
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, src / name)
-    shutil.copytree(REPO / "syncer", src / "syncer", ignore=shutil.ignore_patterns("__pycache__"))
-    venv = tmp_path / "venv"
-    await _run(sys.executable, "-m", "venv", "--without-pip", str(venv), cwd=src)
-    await _run(sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--no-cache-dir",
-               "--no-compile", "--quiet", ".", cwd=src)
-    await _run(str(venv / "bin" / "python"), "-m", "compileall", "-q", str(venv / "lib"), cwd=src)
+    venv = build_venv(tmp_path)  # the Dockerfile's build stage, step by step
     assert not list(venv.glob("bin/pip*")), "the application's venv carries no pip"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
     for example in sorted((REPO / "examples").glob("vcluster-*.yaml")):  # pip install . alone runs every example
