@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from syncer import __version__, logs
 
-if TYPE_CHECKING:  # imported where used, after main() has tuned the garbage collector (see tune_gc)
+if TYPE_CHECKING:  # imported where used, once main() has turned the garbage collector off (see tune_gc)
     from syncer.config.model import SyncerConfig
     from syncer.config.policy import Policy
     from syncer.patches.apply import Patcher
