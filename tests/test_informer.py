@@ -123,6 +123,8 @@ async def test_list_in_chunks_caches_everything_and_keeps_large_fields_packed(cl
 async def test_an_api_server_briefly_away_is_info_until_it_persists_and_a_403_is_an_error(
         clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="syncer.kube.informer")
+    errors = _ErrorSeen()
+    logging.getLogger("syncer.kube.informer").addHandler(errors)
     away = clusters.host_server.faults.fail(503, verb="list", resource="runtimeclasses", times=7)
     inf = Informer(clusters.host, RUNTIMECLASSES, Store(), backoff=Backoff(initial=0.01, cap=0.02))
     stop = asyncio.Event()
@@ -139,15 +141,13 @@ async def test_an_api_server_briefly_away_is_info_until_it_persists_and_a_403_is
                                                  logging.WARNING, logging.DEBUG, logging.DEBUG]
         assert any("watching again" in r.getMessage() and r.levelno == logging.INFO for r in caplog.records)
         caplog.clear()
-        errors = _ErrorSeen()
-        logging.getLogger("syncer.kube.informer").addHandler(errors)
         clusters.host_server.faults.fail(403, verb="watch", resource="runtimeclasses", times=2)
         clusters.host_server.storage.close_watches()
         await asyncio.wait_for(errors.seen.wait(), 10)
-        logging.getLogger("syncer.kube.informer").removeHandler(errors)
         (error,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
         assert "forbidden to watch runtimeclasses (group node.k8s.io) on the host cluster" in error.getMessage()
     finally:
+        logging.getLogger("syncer.kube.informer").removeHandler(errors)
         stop.set()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
