@@ -201,24 +201,27 @@ class Packed(Mapping[str, Any]):
 
     def field(self, name: str) -> Any:
         """Top-level field `name`, whole (a new dict for a layout field), or None."""
-        kept = self._kept(name)
-        if kept is None:
+        entry = self._layout.slots.get(name)
+        if entry is None or self._v[entry[0]] is None:
             return self._other().get(name)
-        return {**kept, **jsonutil.loads(self._v[self._layout.slots[name][0]])}
+        return self._whole(*entry)
 
     def full(self) -> Obj:
         """The whole object as a new dict."""
-        v = self._v
         out = self._other()
         for name, (slot, keep) in self._layout.slots.items():
-            rest = v[slot]
-            if rest is not None:
-                value = self._layout.decode(rest)
-                for i, k in enumerate(keep, slot + 1):
-                    if v[i] is not _MISSING:
-                        value[k] = v[i]
-                out[name] = value
+            if self._v[slot] is not None:
+                out[name] = self._whole(slot, keep)
         return out
+
+    def _whole(self, slot: int, keep: tuple[str, ...]) -> dict[str, Any]:
+        """A layout field as a new dict: its rest decoded, then its kept sub-fields the object has."""
+        v = self._v
+        value = self._layout.decode(v[slot])
+        for i, k in enumerate(keep, slot + 1):
+            if v[i] is not _MISSING:
+                value[k] = v[i]
+        return value
 
 
 Cached = Mapping[str, Any]  # what a Store holds: a Packed object, or a plain dict in a store without a layout
