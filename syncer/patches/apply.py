@@ -124,7 +124,7 @@ class Patcher:
         """Compile the configured patches; None when there are none (V8 is then never loaded).
 
         Raises:
-            PatchConfigError: an expression does not compile (`invalid <field>: <reason>`).
+            PatchConfigError: expressions do not compile, one `invalid <field>: <reason>` for each.
         """
         patches = config.rc.patches
         if not patches:
@@ -143,8 +143,8 @@ class Patcher:
                                         f"cannot be loaded ({e}); it comes with the PyPI package mini-racer, a "
                                         "dependency of runtimeclass-syncer: reinstall it"]) from None
             except CompileError as e:
-                errors.append(f"invalid {RC_PATH}.patches[{e.index}].expression: {e.reason} "
-                              f'(patch path "{patches[e.index].path}")')
+                errors += [f"invalid {RC_PATH}.patches[{i}].expression: {reason} "
+                           f'(patch path "{patches[i].path}")' for i, reason in e.failures]
         if errors:
             if engine is not None:
                 await engine.close()

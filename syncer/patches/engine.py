@@ -41,12 +41,12 @@ class EngineUnavailable(Exception):
 
 
 class CompileError(Exception):
-    """An expression does not compile; `index` is the patch's position, `reason` V8's message."""
+    """Expressions do not compile: `failures` holds, for each, the patch's position and V8's message,
+    in patch order (every expression is compiled, so one run names them all)."""
 
-    def __init__(self, index: int, reason: str) -> None:
-        super().__init__(reason)
-        self.index = index
-        self.reason = reason
+    def __init__(self, failures: list[tuple[int, str]]) -> None:
+        super().__init__("; ".join(f"patches[{i}]: {reason}" for i, reason in failures))
+        self.failures = failures
 
 
 def find_unsafe_integer(value: Any, where: str = "") -> str | None:
@@ -113,7 +113,7 @@ class JSEngine:
         """Create the context and compile every expression.
 
         Raises:
-            CompileError: the first expression that does not compile.
+            CompileError: every expression that does not compile (the others are compiled all the same).
             EngineUnavailable: V8 cannot be loaded (the package is missing or broken).
         """
         try:
@@ -126,16 +126,18 @@ class JSEngine:
             ctx.set_hard_memory_limit(self.memory_limit)
             prelude = resources.files("syncer.patches").joinpath("prelude.js").read_text(encoding="utf-8")
             await ctx.eval_cancelable(prelude.replace("__VCLUSTER__", json.dumps(self.vcluster)))
-            for i, expr in enumerate(self.expressions):
-                if expr is not None:
-                    await self._compile(ctx, i, expr)
+            failures = [(i, why) for i, expr in enumerate(self.expressions)
+                        if expr is not None and (why := await self._compile(ctx, i, expr)) is not None]
+            if failures:
+                raise CompileError(failures)
             await ctx.eval_cancelable("__rcs.seal()")
         except BaseException:
             ctx.close()  # its thread would otherwise keep the process from exiting
             raise
         self._ctx = ctx
 
-    async def _compile(self, ctx: Any, i: int, expr: str) -> None:
+    async def _compile(self, ctx: Any, i: int, expr: str) -> str | None:
+        """Define expression `i` in `ctx`; None when it compiles, else why it does not (V8's first line)."""
         # An expression compiles to a function returning it. Text that only parses as a script (e.g.
         # `if (...) {...} else {...}`) is run with eval, whose result is the script's completion value,
         # as vcluster evaluates its patch scripts; its syntax is still checked here.
@@ -151,9 +153,10 @@ class JSEngine:
             except Exception:
                 await asyncio.wait_for(ctx.eval_cancelable(as_script), self.timeout)
         except TimeoutError:
-            raise CompileError(i, "compiling the expression took too long") from None
+            return "compiling the expression took too long"
         except Exception as e:
-            raise CompileError(i, _first_line(e)) from None
+            return _first_line(e)
+        return None
 
     async def close(self) -> None:
         """Release the V8 context."""
