@@ -9,6 +9,7 @@ import re
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -75,6 +76,20 @@ async def test_invalid_config_exits_2_before_any_api_request(clusters: Clusters,
     assert (len(clusters.host_server.requests), len(clusters.virtual_server.requests)) == before
 
 
+async def _probe_until(health: int, done: Callable[[int, int], bool], timeout: float = 30.0) -> tuple[int, int]:
+    """Ask /readyz and /healthz until `done(readyz status, healthz status)`; returns the two statuses."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with aiohttp.ClientSession() as http:
+        while True:
+            async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
+                ready = r.status
+            async with http.get(f"http://127.0.0.1:{health}/healthz") as r:
+                healthy = r.status
+            if done(ready, healthy) or asyncio.get_running_loop().time() > deadline:
+                return ready, healthy
+            await asyncio.sleep(0.2)  # a probe's period, as the kubelet polls
+
+
 async def test_run_serves_probes_and_metrics_and_stops_on_sigterm(clusters: Clusters, tmp_path: Path) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
     health, metrics = free_port(), free_port()
@@ -96,6 +111,16 @@ async def test_run_serves_probes_and_metrics_and_stops_on_sigterm(clusters: Clus
                 text = await r.text()
         assert 'controller_runtime_reconcile_total{controller="runtimeclass",result="success"}' in text
         assert 'workqueue_depth{name="pod"}' in text
+        drain = asyncio.create_task(proc.stderr.read())  # logs of the outage below must not fill the pipe
+        # The host API server goes away: /readyz says so, /healthz (the deploy fragment's only probe, liveness)
+        # stays 200, so the kubelet neither restarts the sidecar nor marks the vcluster pod unready.
+        await clusters.host_server.stop()
+        try:
+            ready_status, health_status = await _probe_until(health, lambda ready, _: ready == 503)
+            assert (ready_status, health_status) == (503, 200)
+        finally:
+            await clusters.host_server.start()
+        assert await _probe_until(health, lambda ready, _: ready == 200) == (200, 200)
         proc.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(proc.wait(), 10)
         assert code == 0

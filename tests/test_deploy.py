@@ -34,8 +34,21 @@ def test_the_chart_fragment_is_a_valid_vcluster_yaml_with_a_runnable_sidecar() -
                                                                      "/data/vcluster/admin.conf")
     mounts = {m["mountPath"]: m["name"] for m in sidecar["volumeMounts"]}
     assert mounts == {"/var/lib/vcluster": "vcluster-config", "/data": "data", "/tmp": "tmp"}  # the pod's own
-    probes = {sidecar["livenessProbe"]["httpGet"]["path"], sidecar["readinessProbe"]["httpGet"]["path"]}
-    assert probes == {"/healthz", "/readyz"}
+
+
+def test_the_sidecar_can_never_make_the_vcluster_pod_unready() -> None:
+    # Kubernetes: a pod is Ready only when every container is (kubelet GeneratePodReadyCondition); a container
+    # with a readinessProbe is ready only while the probe passes, one with a startupProbe only once it passed.
+    # The vcluster chart's Service (selector app: vcluster, no publishNotReadyAddresses) drops an unready pod,
+    # and with it every tenant's route to the virtual API server. So neither probe may be on the sidecar.
+    values = yaml.safe_load((DEPLOY / "vcluster.yaml").read_text())
+    (in_chart,) = values["controlPlane"]["statefulSet"]["sidecarContainers"]
+    standalone = yaml.safe_load((DEPLOY / "sidecar-container.yaml").read_text())
+    for sidecar in (in_chart, standalone):
+        assert "readinessProbe" not in sidecar and "startupProbe" not in sidecar
+        assert sidecar["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "rcs-health"}
+        # liveness restarts a stuck sidecar (not the vcluster pod); give start-up time before the first probe
+        assert sidecar["livenessProbe"]["initialDelaySeconds"] >= 5
 
 
 def test_the_fragment_grants_what_host_rbac_grants() -> None:
