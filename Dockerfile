@@ -7,6 +7,9 @@ FROM python:3.12-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY syncer ./syncer
+# kubesim and examples/: `runtimeclass-syncer demo` (the in-process API servers and their manifests)
+COPY kubesim ./kubesim
+COPY examples ./examples
 # the application goes into a virtualenv without pip of its own, installed by the build stage's pip
 RUN python -m venv --without-pip /opt/venv \
     && pip --python /opt/venv/bin/python install --no-cache-dir --no-compile . \

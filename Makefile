@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check syncer tests bench
+	$(BIN)/ruff check syncer kubesim tests bench
 	$(BIN)/mypy
 
 # Every benchmark against its floor (about 20 minutes: the memory benchmark churns for 10): one table,

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from syncer.embedded.chaos import run_random
+from tests.chaos import run_random
 
 
 def main() -> int:

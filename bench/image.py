@@ -33,7 +33,8 @@ def build_venv(workdir: Path) -> Path:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(harness.ROOT / name, src / name)
-    shutil.copytree(harness.ROOT / "syncer", src / "syncer", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("syncer", "kubesim", "examples"):  # the Dockerfile's COPY lines
+        shutil.copytree(harness.ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
     venv = workdir / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=src, check=True)
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",

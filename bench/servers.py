@@ -21,8 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from syncer.controllers.translate import MANAGED_BY, OBJECT_NAME, OBJECT_NAMESPACE, host_pod_name
-from syncer.embedded.apiserver import EmbeddedAPIServer
+from kubesim.apiserver import EmbeddedAPIServer
+from kubesim.vcluster import MANAGED_BY, OBJECT_NAME, OBJECT_NAMESPACE
+from kubesim.vcluster import host_name as host_pod_name
 from syncer.kube.resources import NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS, SERVICES, APIResource
 
 Obj = dict[str, Any]

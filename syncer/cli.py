@@ -291,5 +291,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not ok or policy is None:
             return EXIT_CONFIG
         return asyncio.run(_policy_report(args, config, policy))
-    from syncer.demo import main as demo_main
+    from kubesim.demo import main as demo_main
     return demo_main(args)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from kubesim.apiserver import EmbeddedAPIServer
+from kubesim.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.config.model import parse_config
-from syncer.embedded.apiserver import EmbeddedAPIServer
-from syncer.embedded.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.kube.client import KubeClient
 from syncer.kube.resources import NAMESPACES, RUNTIMECLASSES
 from syncer.kube.wait import wait_for

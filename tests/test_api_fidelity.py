@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from syncer.embedded.tokens import whoami
+from kubesim.tokens import whoami
 from syncer.kube.client import ApiError
 from syncer.kube.resources import CONFIGMAPS, NAMESPACES, PODS, RUNTIMECLASSES, SECRETS, SERVICEACCOUNTS, SERVICES
 from tests.conftest import Clusters, pod, rc

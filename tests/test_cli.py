@@ -124,6 +124,7 @@ async def test_run_serves_probes_and_metrics_and_stops_on_sigterm(clusters: Clus
         proc.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(proc.wait(), 10)
         assert code == 0
+        await drain
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -205,3 +206,28 @@ async def test_log_level_warning_keeps_decisions_out_of_the_log(clusters: Cluste
             await proc.wait()
     assert proc.returncode == 0
     assert '"level": "info"' not in err.decode(), err.decode()  # "create virtual runtime class ..." is info
+
+
+async def test_the_demo_runs_from_a_plain_install_outside_the_checkout(tmp_path: Path) -> None:
+    # `pip install .` (the wheel, not the checkout) and then `runtimeclass-syncer demo` in another folder:
+    # the demo's manifests travel with the package. Dependencies come from this environment (--no-deps).
+    target = tmp_path / "site"
+    build = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-cache-dir",
+        "--target", str(target), str(REPO), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    out, _ = await asyncio.wait_for(build.communicate(), 300)
+    assert build.returncode == 0, out.decode()
+    assert not (target / "examples").exists()  # only packages are installed, the examples inside kubesim
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import sys, syncer, kubesim; print(syncer.__file__, kubesim.__file__); "
+        "from syncer.cli import main; sys.exit(main(['demo', '--no-wait', '--workdir', sys.argv[1]]))",
+        str(tmp_path / "work"), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=elsewhere,
+        env={**os.environ, "PYTHONPATH": str(target)})
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
+    text = stdout.decode()
+    assert proc.returncode == 0, stderr.decode()
+    assert all(path.startswith(str(target)) for path in text.splitlines()[0].split())  # the installed copy ran
+    assert "SYNCED   gvisor" in text and "REFUSED  default/microvm-kata-qemu" in text

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from syncer.embedded.chaos import (
+from tests.chaos import (
     ENVS,
     FAULT_RESOURCES,
     FAULT_STATUSES,

@@ -197,7 +197,7 @@ async def test_syntax_errors_are_refused_at_start_up_each_with_the_patch_path(cl
 
 
 def test_no_patches_no_v8() -> None:
-    code = ("import asyncio, sys, syncer.cli, syncer.manager, syncer.demo\n"
+    code = ("import asyncio, sys, syncer.cli, syncer.manager, kubesim.demo\n"
             "from syncer.config.model import parse_config\n"
             "from syncer.patches.apply import Patcher\n"
             "print(asyncio.run(Patcher.create(parse_config({}), vcluster_name='a', host_namespace='b')))\n"

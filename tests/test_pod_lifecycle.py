@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from syncer.embedded.kubelet import FakeKubelet
+from kubesim.kubelet import FakeKubelet
 from syncer.kube.resources import PODS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, Clusters, pod, rc, rc_config, running_syncer

@@ -11,8 +11,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubesim.validation import validate_pod
 from syncer.controllers.translate import host_pod, host_pod_hostname, host_pod_name, host_pod_update, safe_concat_name
-from syncer.embedded.validation import validate_pod
 from tests.conftest import pod
 
 Obj = dict[str, Any]

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# the syncer's own path (the embedded API server and the demo are test and demo infrastructure)
-SOURCES = [p for p in (REPO / "syncer").rglob("*.py") if "embedded" not in p.parts and p.name != "demo.py"]
+# the syncer's own path (kubesim/, the API server and the demo, is test and demo infrastructure)
+SOURCES = list((REPO / "syncer").rglob("*.py"))
 LEVELS = {"warning", "error", "exception"}
 
 

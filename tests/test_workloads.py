@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from kubesim.tokens import whoami
+from kubesim.validation import validate_pod
+from kubesim.vcluster_standin import create_vcluster_host_objects
 from syncer.controllers import translate
-from syncer.embedded.tokens import whoami
-from syncer.embedded.validation import validate_pod
-from syncer.embedded.vcluster_standin import create_vcluster_host_objects
 from syncer.kube.client import ApiError
 from syncer.kube.resources import CONFIGMAPS, PODS, PVCS, SECRETS, SERVICEACCOUNTS, SERVICES
 from syncer.kube.wait import wait_for

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from syncer.embedded.apiserver import EmbeddedAPIServer
+from kubesim.apiserver import EmbeddedAPIServer
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 TESTS = Path(__file__).resolve().parent

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from syncer.embedded.status import StatusError
+from kubesim.status import StatusError
 
 
 @dataclass

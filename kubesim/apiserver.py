@@ -32,13 +32,13 @@ import jsonpatch
 import yaml
 from aiohttp import web
 
+from kubesim import admission, fielderrors, openapi, tokens, validation
+from kubesim.faults import FaultInjector
+from kubesim.status import StatusError, already_exists, conflict, invalid, not_found
+from kubesim.storage import Change, Expired, Obj, Storage, Watcher
+from kubesim.tables import to_table
 from syncer.config.selector import SelectorError
 from syncer.config.selector import parse as parse_label_selector
-from syncer.embedded import admission, fielderrors, openapi, tokens, validation
-from syncer.embedded.faults import FaultInjector
-from syncer.embedded.status import StatusError, already_exists, conflict, invalid, not_found
-from syncer.embedded.storage import Change, Expired, Obj, Storage, Watcher
-from syncer.embedded.tables import to_table
 from syncer.kube import jsonutil
 from syncer.kube.clock import now_rfc3339
 from syncer.kube.resources import (

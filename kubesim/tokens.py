@@ -18,8 +18,8 @@ import secrets
 import time
 from typing import Any
 
-from syncer.embedded import fielderrors
-from syncer.embedded.status import StatusError, invalid
+from kubesim import fielderrors
+from kubesim.status import StatusError, invalid
 from syncer.kube.client import KubeClient
 from syncer.kube.clock import now_rfc3339
 from syncer.kube.resources import SELFSUBJECTREVIEWS

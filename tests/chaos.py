@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubesim.apiserver import EmbeddedAPIServer
+from kubesim.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.config.model import SyncerConfig, parse_config
 from syncer.controllers import gate, translate
-from syncer.embedded.apiserver import EmbeddedAPIServer
-from syncer.embedded.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
 from syncer.manager import Options, Syncer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from syncer.embedded.fielderrors import FieldError
+from kubesim.fielderrors import FieldError
 from syncer.kube.resources import APIResource
 
 _REASONS = {

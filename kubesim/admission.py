@@ -15,9 +15,9 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from syncer.embedded import validation
-from syncer.embedded.status import StatusError, forbidden, invalid
-from syncer.embedded.tokens import kube_api_access_volume
+from kubesim import validation
+from kubesim.status import StatusError, forbidden, invalid
+from kubesim.tokens import kube_api_access_volume
 from syncer.kube.resources import PODS, RUNTIMECLASSES, APIResource
 
 Obj = dict[str, Any]

@@ -22,14 +22,14 @@ from typing import Any, TextIO
 
 import yaml
 
+from kubesim.apiserver import EmbeddedAPIServer
+from kubesim.kubelet import FakeKubelet
+from kubesim.tokens import whoami
+from kubesim.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer import logs
 from syncer.config.model import ConfigError, SyncerConfig, load_config
 from syncer.controllers import gate, translate
 from syncer.controllers.podtranslate.tokens import TOKEN_ANNOTATION_PREFIX
-from syncer.embedded.apiserver import EmbeddedAPIServer
-from syncer.embedded.kubelet import FakeKubelet
-from syncer.embedded.tokens import whoami
-from syncer.embedded.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.kube.client import KubeClient
 from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SECRETS
 from syncer.kube.wait import wait_for
@@ -44,8 +44,11 @@ OBJECT_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}
 
 
 def default_examples() -> Path:
-    """The repository's `examples/` folder (next to the `syncer` package in a checkout)."""
-    return Path(__file__).resolve().parent.parent / "examples"
+    """The example manifests: the repository's `examples/` folder, which is installed with the package as
+    `kubesim/examples` (pyproject.toml), so the demo works from a checkout and from `pip install .` alike."""
+    here = Path(__file__).resolve().parent
+    installed = here / "examples"
+    return installed if installed.is_dir() else here.parent / "examples"
 
 
 def _docs(path: Path) -> list[Obj]:

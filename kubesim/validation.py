@@ -24,9 +24,9 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from kubesim import fielderrors as fe
+from kubesim.fielderrors import FieldError
 from syncer.config.selector import label_value_errors, qualified_name_errors
-from syncer.embedded import fielderrors as fe
-from syncer.embedded.fielderrors import FieldError
 
 Obj = dict[str, Any]
 

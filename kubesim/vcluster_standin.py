@@ -16,8 +16,8 @@ import functools
 import logging
 from typing import Any
 
-from syncer.controllers.pods import FORCE_SYNC
-from syncer.controllers.translate import MANAGED_BY, OBJECT_NAME, OBJECT_NAMESPACE, host_pod_name
+from kubesim.vcluster import FORCE_SYNC, MANAGED_BY, OBJECT_NAME, OBJECT_NAMESPACE
+from kubesim.vcluster import host_name as host_pod_name
 from syncer.kube.cache import Cached, Store, object_key, split_key
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.informer import Handlers, Informer
