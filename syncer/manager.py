@@ -41,6 +41,7 @@ from syncer.controllers.runtimeclasses import RuntimeClassReconciler
 from syncer.kube.cache import Cached, Store, field_equal, object_key, rest_equal, sub_field
 from syncer.kube.cache import field as cached_field
 from syncer.kube.client import KubeClient
+from syncer.kube.clock import Clock, RealClock
 from syncer.kube.controller import Controller
 from syncer.kube.events import EventRecorder
 from syncer.kube.informer import Handlers, Informer
@@ -182,10 +183,14 @@ class Syncer:
         options: names, namespace and worker counts.
         metrics: where metrics go (a fresh registry by default).
         patcher: compiled RuntimeClass patches (None when none are configured).
+        policy: the runtime policy (behaviour.md section 6), None for none.
+        clock: the time work-queue delays, backoffs and waits run on (default the real one; tests pass a
+            FakeClock and move it).
     """
 
     def __init__(self, config: SyncerConfig, host: KubeClient, virtual: KubeClient, options: Options,
-                 metrics: Metrics | None = None, patcher: Patcher | None = None, policy: Policy | None = None) -> None:
+                 metrics: Metrics | None = None, patcher: Patcher | None = None, policy: Policy | None = None,
+                 clock: Clock | None = None) -> None:
         self.config = config
         self.host = host
         self.virtual = virtual
@@ -204,8 +209,9 @@ class Syncer:
         self.host_pods = Store(transform=_host_pod_transform, indexers={RC_INDEX: _host_rc_index}, packed=POD_PACKED)
 
         pod_adds, rc_adds = m.workqueue_adds.labels("pod"), m.workqueue_adds.labels("runtimeclass")
-        self.pod_queue = WorkQueue("pod", on_add=lambda _: pod_adds.inc())
-        self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: rc_adds.inc())
+        self.clock = clock or RealClock()
+        self.pod_queue = WorkQueue("pod", on_add=lambda _: pod_adds.inc(), clock=self.clock)
+        self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: rc_adds.inc(), clock=self.clock)
         self.recorder = EventRecorder(virtual, "pod-syncer", options.instance)
 
         # Metadata-only caches of what host pods reference (section 3.1): no ConfigMap or Secret content
@@ -222,7 +228,7 @@ class Syncer:
             tokens=ServiceAccountTokens(virtual, host, host_namespace=options.host_namespace,
                                         vcluster_name=options.vcluster_name, use_secrets=config.use_secrets_for_tokens,
                                         host_secrets=self.host_objects[SECRET]),
-            policy=policy, namespaces=self.virtual_namespaces if policy is not None else None)
+            policy=policy, namespaces=self.virtual_namespaces if policy is not None else None, clock=self.clock)
         rc_events = EventRecorder(virtual, "runtimeclass-syncer",
                                   options.instance.replace("pod-syncer", "runtimeclass-syncer", 1))
         self.rc_reconciler = RuntimeClassReconciler(config, self.host_rcs, self.virtual_rcs, virtual, patcher,
@@ -369,7 +375,8 @@ class Syncer:
         return why
 
     async def wait_idle(self) -> None:
-        """Wait until every work queue is empty with nothing in flight or delayed (tests, demo)."""
+        """Wait until every work queue is empty with nothing in flight (tests, demo). Keys waiting for a
+        delayed add (a retry with backoff, a pod's recheck) are not waited for: `pending()` shows them."""
         while not all(c.queue.idle for c in self.controllers):
             await asyncio.gather(*(c.queue.wait_idle() for c in self.controllers))
 

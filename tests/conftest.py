@@ -90,13 +90,14 @@ async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIte
     virtual = await KubeClient.from_kubeconfig(str(c.virtual_kubeconfig), "virtual")
     patcher = options.pop("patcher", None)
     policy = options.pop("policy", None)
+    clock = options.pop("clock", None)
     # vcluster's own resource syncers keep running beside the sidecar (section 3.1): stood in here
     to_host = config.raw.sync.toHost
     standin = VClusterResourceSyncers(c.virtual, c.host, HOST_NS, VCLUSTER, all_configmaps=to_host.configMaps.all,
                                       all_secrets=to_host.secrets.all)
     syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS,
                                                    watch_timeout=options.pop("watch_timeout", 30), **options),
-                    patcher=patcher, policy=policy)
+                    patcher=patcher, policy=policy, clock=clock)
     stop = asyncio.Event()
     task = asyncio.create_task(syncer.run(stop))
     standin_task = asyncio.create_task(standin.run(stop))
@@ -109,6 +110,19 @@ async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIte
         await standin_task
         await host.close()
         await virtual.close()
+
+
+async def eventually(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Wait until `condition()` holds (checked after each turn of the event loop, at most every 10 ms).
+
+    Raises:
+        TimeoutError: naming `what`, when it does not hold within `timeout` seconds.
+    """
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"timed out after {timeout} s waiting for: {what}")
+        await asyncio.sleep(0.01)
 
 
 def rc(name: str, handler: str | None = None, labels: dict[str, str] | None = None, **fields: Any) -> Obj:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from syncer.controllers.translate import host_pod_name
+from kubesim.vcluster import host_name as host_pod_name
 from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer

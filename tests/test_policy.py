@@ -16,11 +16,11 @@ import pytest
 import yaml
 from prometheus_client import generate_latest
 
+from kubesim.vcluster import host_name as host_pod_name
 from syncer.config.model import ConfigError, parse_config
 from syncer.config.policy import Effective, load_policy, parse_policy
 from syncer.config.reload import watch_policy
 from syncer.controllers.policy import defaulted_message, resolve, usable_classes
-from syncer.controllers.translate import host_pod_name
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer

@@ -27,6 +27,7 @@ def test_long_names_follow_safe_concat_name() -> None:
     full = "-".join(["p" * 55, "x", "team.a", "x", "vc"])
     expected = (full[:52] + "-" + hashlib.sha256(full.encode()).hexdigest()[:10]).replace(".-", "-")
     assert safe_concat_name("p" * 55, "x", "team.a", "x", "vc") == expected
+    assert expected == "p" * 52 + "-9a358da6ab"  # the rule worked by hand: 52 characters, -, 10 hex digits
     assert len(expected) == 63
 
 

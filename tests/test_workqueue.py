@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from syncer.kube.clock import FakeClock
 from syncer.kube.workqueue import RateLimiter, ShutDown, WorkQueue
 
 
@@ -25,14 +28,53 @@ async def test_key_added_while_processing_is_requeued_after_done() -> None:
     assert len(q) == 1 and await q.get() == "a"
 
 
-async def test_add_after_keeps_the_earliest_time_and_wait_idle() -> None:
-    q = WorkQueue("t")
+async def test_add_after_fires_at_the_earliest_time_on_the_clock() -> None:
+    clock = FakeClock()
+    q = WorkQueue("t", clock=clock)
     q.add_after("a", 30)
-    q.add_after("a", 0.01)
-    assert not q.idle
-    assert await asyncio.wait_for(q.get(), 2) == "a"
+    q.add_after("a", 5)  # the earlier add wins
+    q.add_after("a", 60)  # a later one does not move it back
+    assert q.idle and len(q) == 0  # a delayed key is work for later, not work now
+    assert q.pending() == {"a": 5.0}
+    clock.advance(4.9)
+    assert len(q) == 0
+    clock.advance(0.1)
+    assert len(q) == 1 and q.pending() == {} and not q.idle
+    assert await q.get() == "a"
     q.done("a")
     await asyncio.wait_for(q.wait_idle(), 1)
+    clock.advance(100)  # the cancelled 30 s timer never fires
+    assert len(q) == 0
+
+
+async def test_rate_limited_retries_back_off_on_the_clock_and_reset_after_forget() -> None:
+    clock = FakeClock()
+    q = WorkQueue("t", RateLimiter(base=1.0, cap=8.0, qps=1000, burst=1000, clock=clock), clock=clock)
+    waits = []
+    for _ in range(5):
+        q.add_rate_limited("k")
+        (delay,) = q.pending().values()
+        waits.append(delay)
+        clock.advance(delay)
+        assert await q.get() == "k"
+        q.done("k")
+    assert waits == [1.0, 2.0, 4.0, 8.0, 8.0]  # base x 2^n, capped (client-go's ItemExponentialFailureRateLimiter)
+    assert q.num_requeues("k") == 5
+    q.forget("k")
+    q.add_rate_limited("k")
+    assert q.pending() == {"k": 1.0}
+
+
+def test_fake_clock_runs_due_timers_in_time_order_and_never_goes_back() -> None:
+    clock = FakeClock(start=0)
+    fired: list[tuple[str, float]] = []
+    clock.call_later(3, lambda: fired.append(("c", clock.now())))
+    clock.call_later(1, lambda: fired.append(("a", clock.now())))
+    clock.call_later(2, lambda: fired.append(("b", clock.now()))).cancel()
+    clock.advance(5)
+    assert fired == [("a", 1), ("c", 3)] and clock.now() == 5
+    with pytest.raises(ValueError):
+        clock.advance(-1)
 
 
 async def test_rate_limiter_backs_off_exponentially_and_forgets() -> None:

@@ -30,7 +30,6 @@ this vcluster's managed-by label and object annotations is never touched.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +44,7 @@ from syncer.kube.cache import Store, object_key, split_key
 from syncer.kube.cache import field as cached_field
 from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import ApiError, KubeClient
+from syncer.kube.clock import Clock, RealClock
 from syncer.kube.controller import ReconcileError
 from syncer.kube.events import EventRecorder
 from syncer.kube.resources import CONFIGMAPS, PODS, SECRETS
@@ -121,6 +121,7 @@ class PodReconciler:
         policy: the runtime policy (behaviour.md section 6), None for none. It judges pods that are not yet on
             the host: their class (or the namespace's default), the gate, and the handler list.
         namespaces: the virtual namespaces (metadata), for the policy's selector entries.
+        clock: how long a pod has waited for its host objects is measured on it (default the real one).
     """
 
     def __init__(self, config: SyncerConfig, *, vcluster_name: str, host_namespace: str, virtual_pods: Store,
@@ -128,8 +129,9 @@ class PodReconciler:
                  metrics: Metrics, host_objects: Mapping[str, Store] | None = None,
                  tokens: ServiceAccountTokens, virtual_objects: Mapping[str, Store] | None = None,
                  virtual_services: Store | None = None, policy: Policy | None = None,
-                 namespaces: Store | None = None) -> None:
+                 namespaces: Store | None = None, clock: Clock | None = None) -> None:
         self.config = config
+        self.clock = clock or RealClock()
         self.policy = policy
         self.namespaces = namespaces
         self.vcluster_name = vcluster_name
@@ -351,7 +353,7 @@ class PodReconciler:
         """Record that the pod waits for `missing`; after WAIT_WARNING seconds of waiting, a SyncWarning
         says for what. Returns when to look again (sooner when a host object appears)."""
         key, meta = object_key(vpod), vpod["metadata"]
-        now = time.monotonic()
+        now = self.clock.now()
         w = self._waiting.get(key)
         if w is None or w.uid != meta.get("uid"):
             w = self._waiting[key] = _Waiting(meta.get("uid", ""), now)

@@ -13,10 +13,11 @@ Semantics as in client-go:
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from syncer.kube.clock import Clock, RealClock, Timer
 
 
 class ShutDown(Exception):
@@ -26,15 +27,17 @@ class ShutDown(Exception):
 @dataclass
 class RateLimiter:
     """Per-key exponential backoff (`base` x 2^n seconds, at most `cap`) and an overall token
-    bucket of `qps` per second with `burst`."""
+    bucket of `qps` per second with `burst`, on `clock` (client-go's `DefaultControllerRateLimiter`:
+    base 5 ms, cap 1000 s, 10 qps, burst 100; ours retries sooner and caps at 30 s)."""
 
     base: float = 0.05
     cap: float = 30.0
     qps: float = 50.0
     burst: int = 300
+    clock: Clock = field(default_factory=RealClock)
     _failures: dict[str, int] = field(default_factory=dict)
     _tokens: float | None = field(default=None)  # None until first use; negative = reserved ahead
-    _last: float = field(default_factory=time.monotonic)
+    _last: float | None = field(default=None)
 
     def when(self, key: str) -> float:
         """Seconds to wait before retrying `key`; counts one more failure for it."""
@@ -44,9 +47,10 @@ class RateLimiter:
         return max(per_item, self._bucket_delay())
 
     def _bucket_delay(self) -> float:
-        now = time.monotonic()
-        tokens = float(self.burst) if self._tokens is None else self._tokens
-        self._tokens = min(float(self.burst), tokens + (now - self._last) * self.qps)
+        now = self.clock.now()
+        tokens = float(self.burst) if self._tokens is None or self._last is None else min(
+            float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._tokens = tokens
         self._last = now
         self._tokens -= 1
         return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
@@ -65,19 +69,21 @@ class WorkQueue:
 
     Args:
         name: for metrics and logs.
-        rate_limiter: used by `add_rate_limited`.
+        rate_limiter: used by `add_rate_limited` (default: one on `clock`).
         on_add: optional callback after a key enters the queue (metrics).
+        clock: the time delayed adds are measured and fired on (default the real one).
     """
 
     def __init__(self, name: str, rate_limiter: RateLimiter | None = None,
-                 on_add: Callable[[str], None] | None = None) -> None:
+                 on_add: Callable[[str], None] | None = None, clock: Clock | None = None) -> None:
         self.name = name
-        self.rate_limiter = rate_limiter or RateLimiter()
+        self.clock = clock or RealClock()
+        self.rate_limiter = rate_limiter or RateLimiter(clock=self.clock)
         self._on_add = on_add
         self._queue: deque[str] = deque()
         self._dirty: set[str] = set()
         self._processing: set[str] = set()
-        self._waiting: dict[str, tuple[float, asyncio.TimerHandle]] = {}
+        self._waiting: dict[str, tuple[float, Timer]] = {}
         self._getters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
         self._idle = asyncio.Event()
@@ -98,8 +104,9 @@ class WorkQueue:
 
     @property
     def idle(self) -> bool:
-        """True when nothing is queued, processing, or waiting for a delay."""
-        return not self._queue and not self._processing and not self._waiting
+        """True when nothing is queued or processing. Keys waiting for a delayed add (a retry, a recheck)
+        do not count: they are work for later, and `pending()` lists them."""
+        return not self._queue and not self._processing
 
     def _update_idle(self) -> None:
         if self.idle:
@@ -108,7 +115,7 @@ class WorkQueue:
             self._idle.clear()
 
     async def wait_idle(self) -> None:
-        """Wait until nothing is queued, processing or waiting for a delay."""
+        """Wait until nothing is queued or processing (delayed adds are not waited for)."""
         await self._idle.wait()
 
     def add(self, key: str) -> None:
@@ -138,25 +145,23 @@ class WorkQueue:
         if delay <= 0:
             self.add(key)
             return
-        loop = asyncio.get_running_loop()
-        at = loop.time() + delay
+        at = self.clock.now() + delay
         pending = self._waiting.get(key)
         if pending is not None:
             if pending[0] <= at:
                 return
             pending[1].cancel()
-        self._waiting[key] = (at, loop.call_at(at, self._fire, key))
-        self._idle.clear()
+        self._waiting[key] = (at, self.clock.call_later(delay, lambda: self._fire(key)))
 
     def pending(self) -> dict[str, float]:
         """Every key waiting for a delayed add, with the seconds left (diagnostics)."""
-        now = asyncio.get_running_loop().time()
+        now = self.clock.now()
         return {k: round(at - now, 2) for k, (at, _) in self._waiting.items()}
 
     def pending_delay(self, key: str) -> float | None:
         """Seconds until a delayed add of `key` fires (None when none is pending)."""
         pending = self._waiting.get(key)
-        return None if pending is None else pending[0] - asyncio.get_running_loop().time()
+        return None if pending is None else pending[0] - self.clock.now()
 
     def _fire(self, key: str) -> None:
         self._waiting.pop(key, None)
