@@ -13,26 +13,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncer.config.model import SyncerConfig
+from syncer.controllers.refusal import Refusal, Why
 from syncer.kube.cache import sub_field
 
 Obj = Mapping[str, Any]  # a host RuntimeClass (cached or whole)
-SELECTOR_PATH = "sync.fromHost.runtimeClasses.selector"
 
 
 @dataclass(frozen=True)
 class GateDecision:
-    """`allowed`, or refused because of `reason` (e.g. `the runtime class "x" in the host does not
-    match ...`). `runtime_class` is the class the pod names ("" when none)."""
+    """`allowed`, or refused for `refusal` (refusal.py renders its words). `runtime_class` is the class the
+    pod names ("" when none); `pod` the pod's name, for `message`."""
 
     allowed: bool
     runtime_class: str = ""
-    reason: str = ""
+    refusal: Refusal | None = None
     pod: str = ""
+
+    @property
+    def reason(self) -> str:
+        """Why, after `because` (e.g. `the runtime class "x" in the host does not match ...`); "" when allowed."""
+        return self.refusal.reason if self.refusal is not None else ""
 
     @property
     def message(self) -> str:
         """The SyncWarning text: `did not sync pod "<pod>" to host because <reason>` ("" when allowed)."""
-        return f'did not sync pod "{self.pod}" to host because {self.reason}' if self.reason else ""
+        return self.refusal.message(self.pod) if self.refusal is not None else ""
 
 
 def runtime_class_matches(config: SyncerConfig, host_rc: Obj) -> bool:
@@ -52,19 +57,17 @@ def evaluate(config: SyncerConfig, pod_name: str, rc_name: str, host_rc: Obj | N
     RuntimeClass of that name (None when the host has none)."""
     if not config.enabled or config.selector.empty or not rc_name:
         return GateDecision(True, rc_name, pod=pod_name)
-    subject = f'the runtime class "{rc_name}"'
 
-    def refuse(reason: str) -> GateDecision:
-        return GateDecision(False, rc_name, reason, pod_name)
+    def refuse(why: Why, detail: str = "") -> GateDecision:
+        return GateDecision(False, rc_name, Refusal(why, rc_name, detail=detail), pod_name)
 
     if host_rc is None:
-        return refuse(f'{subject} couldn\'t be reached in the host: runtimeclasses.node.k8s.io "{rc_name}" not found')
+        return refuse(Why.NOT_FOUND)
     if sub_field(host_rc, "metadata", "deletionTimestamp"):
-        return refuse(f"{subject} couldn't be reached in the host: runtime class is being deleted")
+        return refuse(Why.DELETING)
     labels = sub_field(host_rc, "metadata", "labels")
     if labels is not None and not _is_string_map(labels):
-        return refuse(f"{subject} in the host could not be checked against the selector under '{SELECTOR_PATH}': "
-                      "metadata.labels is not a map of strings")
+        return refuse(Why.UNCHECKABLE, "metadata.labels is not a map of strings")
     if not config.selector.matches(labels):
-        return refuse(f"{subject} in the host does not match the selector under '{SELECTOR_PATH}'")
+        return refuse(Why.NO_MATCH)
     return GateDecision(True, rc_name, pod=pod_name)

@@ -1,18 +1,7 @@
 """The Pod reconciler, virtual -> host, behind the RuntimeClass gate (behaviour.md section 3).
 
-For a virtual pod key `namespace/name`, comparing the virtual pod with the host pod it owns:
-
-| virtual pod          | host pod           | action                                                        |
-|----------------------|--------------------|---------------------------------------------------------------|
-| gone                 | ours, class allowed| delete the host pod                                           |
-| gone                 | ours, orphaned     | leave it (the user deletes it on the host); log               |
-| being deleted        | none               | finish: delete the virtual pod with grace 0                   |
-| being deleted        | ours, orphaned     | leave both; Orphaned event says what to do                    |
-| being deleted        | ours               | delete the host pod with the virtual pod's grace period       |
-| exists, was started  | none               | the host pod vanished: delete the virtual pod (as vcluster)   |
-| exists               | none               | gate, translate, wait for host objects, tokens, create        |
-| exists, orphaned     | ours               | no updates; Orphaned event                                    |
-| exists               | ours               | patch labels/annotations/images; copy status back; bind node  |
+The decision table is `podplan.plan` (pure, tested row by row); this module carries out the action it
+returns for a virtual pod key `namespace/name`, comparing the virtual pod with the host pod it owns.
 
 References to ConfigMaps, Secrets and PVCs are rewritten to host names (podtranslate/references.py);
 the host pod is created once every required referenced object exists on the host (vcluster syncs
@@ -36,10 +25,11 @@ from typing import Any
 
 from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
-from syncer.controllers import gate, policy, translate
+from syncer.controllers import gate, podplan, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate import tokens
 from syncer.controllers.podtranslate.references import CONFIGMAP, Dependency
+from syncer.controllers.refusal import Refusal
 from syncer.kube.cache import Store, object_key, split_key
 from syncer.kube.cache import field as cached_field
 from syncer.kube.cache import resource_version as _rv
@@ -162,130 +152,103 @@ class PodReconciler:
 
     def owns(self, hpod: Obj, namespace: str, name: str) -> bool:
         """True when `hpod` was synced by this vcluster from virtual pod `namespace/name`."""
-        meta = hpod.get("metadata") or {}
-        labels, ann = meta.get("labels"), meta.get("annotations")
-        if not isinstance(labels, dict) or not isinstance(ann, dict):
-            return False
-        return (labels.get(translate.MANAGED_BY) == self.vcluster_name
-                and ann.get(translate.OBJECT_NAMESPACE) == namespace and ann.get(translate.OBJECT_NAME) == name)
+        return podplan.owns(hpod, self.vcluster_name, namespace, name)
 
     def decide(self, pod_name: str, rc_name: str) -> gate.GateDecision:
         """The gate decision for a pod naming `rc_name`, against the host RuntimeClass cache."""
         return gate.evaluate(self.config, pod_name, rc_name, self.host_rcs.get(rc_name) if rc_name else None)
 
     async def reconcile(self, key: str) -> float | None:
-        """Bring the host pod of virtual pod `key` (and the virtual pod's status) to the desired state.
-        Raises ApiError or HostRejected to be retried with backoff."""
+        """Bring the host pod of virtual pod `key` (and the virtual pod's status) to the desired state: the
+        action `podplan.plan` chooses. Returns seconds after which to look again (a pod waiting for host
+        objects), or None. Raises ApiError or HostRejected to be retried with backoff."""
         namespace, name = split_key(key)
         if namespace is None:
             log.warning("pod key %r has no namespace; ignored", key)
             return None
         created = self._created.pop(key, None)
         vpod = self.virtual_pods.full(key)
-        if vpod is not None:
-            problem = translate.pod_shape_error(vpod)
-            if problem is not None:
-                rv = str((vpod.get("metadata") or {}).get("resourceVersion") or "")
+        hpod = self.host_pods.full(self.host_key(namespace, name))
+        action = podplan.plan(vpod, hpod, vcluster_name=self.vcluster_name, namespace=namespace, name=name,
+                              judge=lambda rc: self.decide(name, rc), admit=lambda: self._admit(vpod or {}))
+        if not isinstance(action, podplan.Skip):
+            self._skipped.pop(key, None)
+        if vpod is None:
+            self._waiting.pop(key, None)
+        match action:
+            case podplan.Skip(problem):
+                rv = str(((vpod or {}).get("metadata") or {}).get("resourceVersion") or "")
                 if self._skipped.get(key) != rv:
                     self._skipped[key] = rv
                     log.warning("skipped virtual pod %s: %s", key, problem)
-                return None
-            self._skipped.pop(key, None)
-        hpod = self.host_pods.full(self.host_key(namespace, name))
-        if hpod is not None and not self.owns(hpod, namespace, name):
-            hpod = None  # same name, another owner: never touched (create reports the conflict)
-        if vpod is None:
-            self._waiting.pop(key, None)
-            if hpod is not None:
-                await self._virtual_gone(key, name, hpod)
-            else:
+            case podplan.Forget():
                 await self.tokens.forget(namespace, name)
-            return None
-        if hpod is not None and self._stale(hpod, vpod):
-            await self._replace_stale(key, name, vpod, hpod)
-            return None
-        rc_name = (vpod.get("spec") or {}).get("runtimeClassName") or ""
-        decision = self.decide(name, rc_name)
-        if (vpod.get("metadata") or {}).get("deletionTimestamp"):
-            await self._virtual_deleting(vpod, hpod, decision)
-        elif hpod is None:
-            return await self._host_missing(vpod, decision)
-        elif not decision.allowed:
-            self.metrics.pods_refused.labels(rc_name).inc()
-            await self._orphaned(vpod, hpod, decision)
-        else:
-            await self._update(vpod, hpod, decision, unchanged=created == (_rv(vpod), _rv(hpod)))
+            case podplan.DeleteHost(why, grace):
+                assert hpod is not None
+                await self._delete_host(hpod, grace)
+                log.info("deleting host pod %s/%s (grace %s) because %s: virtual pod %s", self.host_namespace,
+                         hpod["metadata"]["name"], "its own" if grace is None else f"{grace}s", why, key)
+            case podplan.LeaveOrphan(refusal):
+                assert hpod is not None
+                log.warning("virtual pod %s is gone; its host pod %s/%s is orphaned (%s) and is left in place: "
+                            "delete it in the host cluster when it is no longer needed", key, self.host_namespace,
+                            hpod["metadata"]["name"], refusal.reason)
+            case podplan.RefuseStale():
+                assert vpod is not None and hpod is not None
+                msg = (f'did not sync pod "{name}" to host because host pod "{self.host_namespace}/'
+                       f'{hpod["metadata"]["name"]}" still belongs to an earlier, orphaned pod of the same name; '
+                       "delete it in the host cluster")
+                await self._refuse(vpod, (vpod.get("spec") or {}).get("runtimeClassName") or "", msg)
+            case podplan.FinishVirtualDelete(why):
+                assert vpod is not None
+                await self._finish_virtual_delete(vpod, why)
+            case podplan.ReportOrphaned(refusal):
+                assert vpod is not None and hpod is not None
+                if not (vpod.get("metadata") or {}).get("deletionTimestamp"):
+                    self.metrics.pods_refused.labels(refusal.runtime_class).inc()
+                await self._orphaned(vpod, hpod, refusal)
+            case podplan.Nothing():
+                pass
+            case podplan.Refuse(resolution):
+                assert vpod is not None and resolution.refusal is not None
+                if self.policy is not None and resolution.refusal.metric != "gate":
+                    self.metrics.pods_refused_by_policy.labels(resolution.refusal.metric).inc()
+                await self._refuse(vpod, resolution.runtime_class, resolution.message)
+            case podplan.Create(resolution):
+                assert vpod is not None
+                return await self._create(vpod, resolution)
+            case podplan.Update(decision):
+                assert vpod is not None and hpod is not None
+                await self._update(vpod, hpod, decision, unchanged=created == (_rv(vpod), _rv(hpod)))
         return None
 
     # ------------------------------------------------------------------ the cases
 
-    @staticmethod
-    def _stale(hpod: Obj, vpod: Obj) -> bool:
-        """The host pod was synced from an earlier virtual pod of the same name (deleted and re-created
-        before we saw it): its spec is immutable, so it cannot be updated into the new pod."""
-        uid = (hpod["metadata"].get("annotations") or {}).get(translate.OBJECT_UID)
-        return bool(uid) and uid != vpod["metadata"].get("uid")
+    def _admit(self, vpod: Obj) -> policy.Resolution:
+        """The decision for a pod not yet on the host: the runtime policy's resolution (which includes the
+        gate), or without a policy the gate's decision for the class the pod names."""
+        meta, named = vpod["metadata"], (vpod.get("spec") or {}).get("runtimeClassName") or ""
+        if self.policy is None:
+            d = self.decide(meta["name"], named)
+            return policy.Resolution(d.allowed, named, False, d.refusal, meta["name"])
+        ns = meta["namespace"]
+        ns_obj = self.namespaces.get(ns) if self.namespaces is not None else None
+        labels = cached_field(ns_obj, "metadata").get("labels") if ns_obj is not None else None
+        effective = self.policy.effective(ns, labels if isinstance(labels, dict) else None)
+        return policy.resolve(self.config, effective, meta["name"], named, self.host_rcs.get,
+                              lambda: policy.usable_classes(self.config, effective, (
+                                  self.host_rcs.full(k) or {} for k in self.host_rcs.list_keys())))
 
-    async def _replace_stale(self, key: str, name: str, vpod: Obj, hpod: Obj) -> None:
-        rc_name = (hpod["metadata"].get("annotations") or {}).get(translate.VIRTUAL_RUNTIME_CLASS) or ""
-        if self.decide(name, rc_name).allowed:
-            log.info("host pod %s/%s belongs to an earlier virtual pod %s; deleting it so the new one can sync",
-                     self.host_namespace, hpod["metadata"]["name"], key)
-            await self._delete_host(hpod, None)  # its deletion event brings this key back
-            return
-        msg = (f'did not sync pod "{name}" to host because host pod "{self.host_namespace}/{hpod["metadata"]["name"]}" '
-               "still belongs to an earlier, orphaned pod of the same name; delete it in the host cluster")
-        await self._refuse(vpod, (vpod.get("spec") or {}).get("runtimeClassName") or "", msg)
-
-    async def _virtual_gone(self, key: str, name: str, hpod: Obj) -> None:
-        rc_name = ((hpod["metadata"].get("annotations") or {}).get(translate.VIRTUAL_RUNTIME_CLASS) or "")
-        decision = self.decide(name, rc_name)
-        if decision.allowed:
-            await self._delete_host(hpod, None)
-            log.info("deleted host pod %s/%s because virtual pod %s is gone", self.host_namespace,
-                     hpod["metadata"]["name"], key)
-        else:
-            log.warning("virtual pod %s is gone; its host pod %s/%s is orphaned (%s) and is left in place: delete it "
-                        "in the host cluster when it is no longer needed", key, self.host_namespace,
-                        hpod["metadata"]["name"], decision.reason)
-
-    async def _virtual_deleting(self, vpod: Obj, hpod: Obj | None, decision: gate.GateDecision) -> None:
-        meta = vpod["metadata"]
-        if hpod is None:
-            await self._finish_virtual_delete(vpod, "it is being deleted and has no host pod")
-        elif not decision.allowed:
-            await self._orphaned(vpod, hpod, decision)
-        elif not hpod["metadata"].get("deletionTimestamp"):
-            await self._delete_host(hpod, meta.get("deletionGracePeriodSeconds"))
-            log.info("deleting host pod %s/%s (grace %ss) because virtual pod %s/%s is being deleted",
-                     self.host_namespace, hpod["metadata"]["name"], meta.get("deletionGracePeriodSeconds"),
-                     meta["namespace"], meta["name"])
-
-    async def _host_missing(self, vpod: Obj, decision: gate.GateDecision) -> float | None:
-        if (vpod.get("status") or {}).get("startTime"):
-            # It ran on the host and its host pod vanished without us (deleted, garbage-collected):
-            # vcluster then deletes the virtual pod too rather than starting it again.
-            await self._finish_virtual_delete(vpod, "its host pod is gone")
-            return None
-        default = ""
-        if self.policy is not None:
-            res = self._resolve(vpod)
-            if not res.allowed:
-                if res.refusal != "gate":
-                    self.metrics.pods_refused_by_policy.labels(res.refusal).inc()
-                await self._refuse(vpod, res.runtime_class, res.message)
-                return None
-            default = res.runtime_class if res.defaulted else ""
-        elif not decision.allowed:
-            await self._refuse(vpod, decision.runtime_class, decision.message)
-            return None
+    async def _create(self, vpod: Obj, resolution: policy.Resolution) -> float | None:
+        """Translate, wait for the host objects the pod needs, request its tokens, create the host pod."""
+        default = resolution.runtime_class if resolution.defaulted else ""
         desired, deps = self._translate(vpod, default)
         missing = await self._missing(vpod, deps)
         if missing:
             return await self._wait(vpod, missing)
         self._waiting.pop(object_key(vpod), None)
         secret = await self.tokens.apply(vpod, desired)
-        created = await self._create_host(vpod, desired, default or decision.runtime_class)
+        created = await self._create_host(vpod, desired, resolution.runtime_class)
         if secret is not None and created is not None:
             await self.tokens.own(secret, created)
         if created is not None and default:
@@ -293,18 +256,6 @@ class PodReconciler:
             await self.recorder.record(PODS, vpod, "Normal", policy.DEFAULTED_REASON,
                                        policy.defaulted_message(vpod["metadata"]["name"], default), ACTION)
         return None
-
-    def _resolve(self, vpod: Obj) -> policy.Resolution:
-        """The runtime policy's answer for a pod not yet on the host (the gate included)."""
-        assert self.policy is not None
-        ns = vpod["metadata"]["namespace"]
-        ns_obj = self.namespaces.get(ns) if self.namespaces is not None else None
-        labels = cached_field(ns_obj, "metadata").get("labels") if ns_obj is not None else None
-        effective = self.policy.effective(ns, labels if isinstance(labels, dict) else None)
-        return policy.resolve(self.config, effective, vpod["metadata"]["name"],
-                              (vpod.get("spec") or {}).get("runtimeClassName") or "", self.host_rcs.get,
-                              lambda: policy.usable_classes(self.config, effective, (
-                                  self.host_rcs.full(k) or {} for k in self.host_rcs.list_keys())))
 
     # ------------------------------------------------------------------ dependencies (section 3.1)
 
@@ -370,12 +321,12 @@ class PodReconciler:
             await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
         return WAIT_RECHECK
 
-    async def _orphaned(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision) -> None:
+    async def _orphaned(self, vpod: Obj, hpod: Obj, refusal: Refusal) -> None:
         meta = vpod["metadata"]
-        message = (f'pod "{meta["name"]}" is orphaned: {decision.reason}. It stays on the host as pod '
+        message = (f'pod "{meta["name"]}" is orphaned: {refusal.reason}. It stays on the host as pod '
                    f'"{self.host_namespace}/{hpod["metadata"]["name"]}" but no longer receives updates, and the '
                    "syncer will not delete it. To remove it, delete the pod in the virtual cluster and the host pod "
-                   f'in the host cluster; to resume syncing, make runtime class "{decision.runtime_class}" exist on '
+                   f'in the host cluster; to resume syncing, make runtime class "{refusal.runtime_class}" exist on '
                    "the host and match the selector again")
         log.info("%s", message)
         await self.recorder.record(PODS, vpod, "Warning", "Orphaned", message, ACTION)

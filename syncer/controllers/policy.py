@@ -11,12 +11,13 @@ passes the handler list. Never a silent downgrade to another class.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from syncer.config.model import SyncerConfig
 from syncer.config.policy import Effective
 from syncer.controllers import gate
+from syncer.controllers.refusal import Refusal, Why
 
 Obj = Mapping[str, Any]  # a host RuntimeClass (cached or whole)
 DEFAULTED_REASON = "RuntimeClassDefaulted"
@@ -30,16 +31,20 @@ class Resolution:
         allowed: whether the pod may sync.
         runtime_class: the class the pod resolved to ("" = none; the pod's own or the default).
         defaulted: the class is the namespace's default (the host pod gets it; a Normal event says so).
-        message: the SyncWarning text when refused ("" when allowed).
-        refusal: why, for metrics: `no_class`, `handler`, `default` (an unusable default) or `gate` (the
-            pod's own class fails the RuntimeClass gate); "" when allowed.
+        refusal: why not, when refused (refusal.py renders it; `refusal.metric` labels the metric).
+        pod: the pod's name, for `message`.
     """
 
     allowed: bool
     runtime_class: str = ""
     defaulted: bool = False
-    message: str = ""
-    refusal: str = ""
+    refusal: Refusal | None = None
+    pod: str = ""
+
+    @property
+    def message(self) -> str:
+        """The SyncWarning text when refused ("" when allowed)."""
+        return self.refusal.message(self.pod) if self.refusal is not None else ""
 
 
 def defaulted_message(pod: str, runtime_class: str) -> str:
@@ -79,25 +84,17 @@ def resolve(config: SyncerConfig, policy: Effective, pod: str, named: str, host_
         rc, defaulted = policy.default, True
     forced = config.forced_runtime_class
     if not rc and not forced and (policy.require or policy.handlers is not None):
-        return Resolution(False, "", False, f'did not sync pod "{pod}" to host because it names no runtime class '
-                                            f"and the policy requires one: set spec.runtimeClassName (allowed: "
-                                            f"{', '.join(usable()) or 'none'})", "no_class")
+        return Resolution(False, "", False, Refusal(Why.NO_CLASS, allowed=tuple(usable())), pod)
     decision = gate.evaluate(config, pod, rc, host_rc(rc) if rc else None)
-    if not decision.allowed:
-        if defaulted:
-            reason = decision.reason.removeprefix(f'the runtime class "{rc}"').strip()
-            return Resolution(False, rc, True, f'did not sync pod "{pod}" to host because its default runtime class '
-                                               f'"{rc}" {reason}', "default")
-        return Resolution(False, rc, False, decision.message, "gate")
+    if decision.refusal is not None:
+        return Resolution(False, rc, defaulted, replace(decision.refusal, default=defaulted), pod)
     runs_with = forced or rc
     if policy.handlers is not None and runs_with:
         handler = handler_of(host_rc(runs_with))
         if handler not in policy.handlers:
-            why = (f'uses the handler "{handler}", which the policy does not allow (allowed handlers: '
-                   f"{', '.join(policy.handlers) or 'none'})") if handler is not None else (
-                "couldn't be reached in the host, so its handler cannot be checked against the policy")
-            subject = f'its default runtime class "{rc}"' if defaulted and not forced else \
-                f'the runtime class "{runs_with}"'
-            return Resolution(False, rc, defaulted, f'did not sync pod "{pod}" to host because {subject} {why}',
-                              "default" if defaulted and not forced else "handler")
-    return Resolution(True, rc, defaulted)
+            subject_default = defaulted and not forced  # a forced class is the subject when there is one
+            refusal = Refusal(Why.HANDLER if handler is not None else Why.HANDLER_UNKNOWN,
+                              rc if subject_default else runs_with, subject_default, handler or "",
+                              tuple(policy.handlers))
+            return Resolution(False, rc, defaulted, refusal, pod)
+    return Resolution(True, rc, defaulted, pod=pod)

@@ -43,9 +43,8 @@ def judge(config: SyncerConfig, effective: Effective, rc: Obj) -> Verdict:
     name = str((rc.get("metadata") or {}).get("name"))
     handler = handler_of(rc) or ""
     decision = gate.evaluate(config, "", name, rc)
-    if not decision.allowed:
-        why = decision.reason.removeprefix(f'the runtime class "{name}" ')
-        return Verdict(effective.entry, name, handler, False, why)
+    if decision.refusal is not None:
+        return Verdict(effective.entry, name, handler, False, decision.refusal.predicate)
     if effective.handlers is not None and handler not in effective.handlers:
         return Verdict(effective.entry, name, handler, False, f'the handler "{handler}" is not allowed (allowed '
                                                               f"handlers: {', '.join(effective.handlers) or 'none'})")

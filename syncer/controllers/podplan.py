@@ -1,0 +1,187 @@
+"""What the pod reconciler does for one virtual pod: its decision table as a pure function (behaviour.md
+section 3; vcluster's `pkg/controllers/resources/pods/syncer.go`, whose three cases are only virtual,
+only host, both).
+
+`plan(virtual, host, ...)` returns one action per row below; the reconciler (pods.py) only carries it out.
+"ours" is a host pod that carries this vcluster's managed-by label and the virtual pod's name and namespace
+in its object annotations; "stale" is ours but synced from an earlier virtual pod of the same name (another
+uid); "orphaned" means its runtime class no longer passes the gate. The first matching row wins.
+
+| # | virtual pod            | host pod              | action                                                      |
+|---|------------------------|-----------------------|-------------------------------------------------------------|
+| 1 | malformed              | any                   | Skip: log the problem once per resourceVersion              |
+| 2 | any                    | another owner's       | treated as none: it is never touched (a create reports it)  |
+| 3 | gone                   | none                  | Forget: drop what is kept for the pod (its tokens)          |
+| 4 | gone                   | ours, class allowed   | DeleteHost                                                  |
+| 5 | gone                   | ours, orphaned        | LeaveOrphan: log; the user deletes it on the host           |
+| 6 | exists                 | stale, class allowed  | DeleteHost (its deletion brings the key back: row 12/13)    |
+| 7 | exists                 | stale, orphaned       | RefuseStale: SyncWarning, delete it on the host             |
+| 8 | being deleted          | none                  | FinishVirtualDelete: delete the virtual pod with grace 0    |
+| 9 | being deleted          | ours, orphaned        | ReportOrphaned: leave both; Orphaned event                  |
+|10 | being deleted          | ours, being deleted   | Nothing: wait for the host pod to go                        |
+|11 | being deleted          | ours                  | DeleteHost with the virtual pod's grace period              |
+|12 | exists, was started    | none                  | FinishVirtualDelete: its host pod vanished (as vcluster)    |
+|13 | exists, refused        | none                  | Refuse: SyncWarning with the gate's or the policy's reason |
+|14 | exists, admitted       | none                  | Create: translate, wait for host objects, tokens, create    |
+|15 | exists                 | ours, orphaned        | ReportOrphaned: no updates; Orphaned event                  |
+|16 | exists                 | ours                  | Update: patch mutable fields; copy status back; bind node   |
+
+Row 13/14 ask `admit()` (the runtime policy's resolution, which includes the gate, or the gate alone);
+the other rows ask `judge(class)`, the gate for the class the pod named (for a host pod, the class its
+virtual pod named when it was synced, kept in an annotation). Waiting for host objects (section 3.1) is
+part of carrying out Create: what is missing is known only after the translation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from syncer.controllers import translate
+from syncer.controllers.gate import GateDecision
+from syncer.controllers.policy import Resolution
+from syncer.controllers.refusal import Refusal
+
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Row 1: the virtual pod cannot be translated; `problem` says why."""
+
+    problem: str
+
+
+@dataclass(frozen=True)
+class Forget:
+    """Row 3: neither pod exists; forget what is kept for the pod."""
+
+
+@dataclass(frozen=True)
+class DeleteHost:
+    """Rows 4, 6, 11: delete the host pod (`grace`: seconds, None for its own); `why` for the log."""
+
+    why: str
+    grace: int | None = None
+
+
+@dataclass(frozen=True)
+class LeaveOrphan:
+    """Row 5: the virtual pod is gone and its host pod is orphaned: left in place, logged."""
+
+    refusal: Refusal
+
+
+@dataclass(frozen=True)
+class RefuseStale:
+    """Row 7: an orphaned host pod of an earlier virtual pod holds the name: SyncWarning."""
+
+
+@dataclass(frozen=True)
+class FinishVirtualDelete:
+    """Rows 8, 12: delete the virtual pod with grace 0; `why` for the log."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class ReportOrphaned:
+    """Rows 9, 15: the pod's class no longer passes the gate: Orphaned event, nothing written."""
+
+    refusal: Refusal
+
+
+@dataclass(frozen=True)
+class Nothing:
+    """Row 10: nothing to do until the host pod is gone."""
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """Row 13: not synced; SyncWarning with `resolution`'s refusal."""
+
+    resolution: Resolution
+
+
+@dataclass(frozen=True)
+class Create:
+    """Row 14: create the host pod (`resolution` says with which class, and whether it is a default)."""
+
+    resolution: Resolution
+
+
+@dataclass(frozen=True)
+class Update:
+    """Row 16: bring the host pod's mutable fields to the translation, copy its status back."""
+
+    decision: GateDecision
+
+
+Action = (Skip | Forget | DeleteHost | LeaveOrphan | RefuseStale | FinishVirtualDelete | ReportOrphaned | Nothing
+          | Refuse | Create | Update)
+
+
+def owns(host: Obj, vcluster_name: str, namespace: str, name: str) -> bool:
+    """True when host pod `host` was synced by vcluster `vcluster_name` from virtual pod `namespace/name`."""
+    meta = host.get("metadata") or {}
+    labels, ann = meta.get("labels"), meta.get("annotations")
+    if not isinstance(labels, Mapping) or not isinstance(ann, Mapping):
+        return False
+    return (labels.get(translate.MANAGED_BY) == vcluster_name
+            and ann.get(translate.OBJECT_NAMESPACE) == namespace and ann.get(translate.OBJECT_NAME) == name)
+
+
+def synced_class(host: Obj) -> str:
+    """The runtime class the virtual pod of host pod `host` named when it was synced ("" when none)."""
+    ann = (host.get("metadata") or {}).get("annotations") or {}
+    value = ann.get(translate.VIRTUAL_RUNTIME_CLASS) if isinstance(ann, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def plan(virtual: Obj | None, host: Obj | None, *, vcluster_name: str, namespace: str, name: str,
+         judge: Callable[[str], GateDecision], admit: Callable[[], Resolution]) -> Action:
+    """The action for virtual pod `namespace/name` (`virtual`, None when gone) and the host pod cached
+    under its host name (`host`, None when none), by the table in this module's docstring.
+
+    Args:
+        judge: the gate's decision for a runtime class name ("" = none) of this pod.
+        admit: the decision for a pod that is not on the host yet (the policy's, or the gate's).
+    """
+    if virtual is not None:
+        problem = translate.pod_shape_error(dict(virtual))
+        if problem is not None:
+            return Skip(problem)
+    if host is not None and not owns(host, vcluster_name, namespace, name):
+        host = None
+    vmeta = (virtual or {}).get("metadata") or {}
+    named = ((virtual or {}).get("spec") or {}).get("runtimeClassName") or ""
+    if virtual is None:
+        if host is None:
+            return Forget()
+        decision = judge(synced_class(host))
+        return DeleteHost("virtual pod is gone") if decision.refusal is None else LeaveOrphan(decision.refusal)
+    if host is not None:
+        uid = ((host.get("metadata") or {}).get("annotations") or {}).get(translate.OBJECT_UID)
+        if uid and uid != vmeta.get("uid"):
+            if judge(synced_class(host)).allowed:
+                return DeleteHost("it belongs to an earlier virtual pod of the same name")
+            return RefuseStale()
+    if vmeta.get("deletionTimestamp"):
+        if host is None:
+            return FinishVirtualDelete("it is being deleted and has no host pod")
+        decision = judge(named)
+        if decision.refusal is not None:
+            return ReportOrphaned(decision.refusal)
+        if (host.get("metadata") or {}).get("deletionTimestamp"):
+            return Nothing()
+        return DeleteHost("virtual pod is being deleted", vmeta.get("deletionGracePeriodSeconds"))
+    if host is None:
+        if ((virtual.get("status") or {}).get("startTime")):
+            return FinishVirtualDelete("its host pod is gone")
+        resolution = admit()
+        return Create(resolution) if resolution.allowed else Refuse(resolution)
+    decision = judge(named)
+    if decision.refusal is not None:
+        return ReportOrphaned(decision.refusal)
+    return Update(decision)
