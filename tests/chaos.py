@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from kubesim.apiserver import EmbeddedAPIServer
+from kubesim.vcluster import CONTROLLED_BY, MANAGED_BY, NAMESPACE_LABEL, OBJECT_NAME, OBJECT_UID, host_name
 from kubesim.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.config.model import SyncerConfig, parse_config
-from syncer.controllers import gate, translate
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
 from syncer.manager import Options, Syncer
@@ -45,6 +45,13 @@ SELECTORS: dict[str, Obj | None] = {
     "dev": {"matchLabels": {"environment": "development"}},
     "not-prod": {"matchExpressions": [{"key": "environment", "operator": "NotIn", "values": ["production"]}]},
     "all": None,
+}
+# What each selector means, written from Kubernetes' label-selector rules rather than taken from the syncer's
+# selector code (NotIn also matches a class without the key); the checker judges the syncer with these.
+SELECTOR_MEANING: dict[str, Any] = {
+    "dev": lambda labels: labels.get("environment") == "development",
+    "not-prod": lambda labels: labels.get("environment") != "production",
+    "all": lambda labels: True,
 }
 FAULT_STATUSES = (409, 429, 500, 503)
 FAULT_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
@@ -168,7 +175,7 @@ class Scenario:
         """The host namespace, and a pod of another owner on the host name of SQUATTED_POD."""
         await self.host.create(NAMESPACES, {"metadata": {"name": HOST_NS}})
         await create_vcluster_host_objects(self.host, HOST_NS, VCLUSTER)
-        squatter = {"metadata": {"name": translate.host_pod_name(SQUATTED_POD, "default", VCLUSTER)},
+        squatter = {"metadata": {"name": host_name(SQUATTED_POD, "default", VCLUSTER)},
                     "spec": {"containers": [{"name": "c", "image": "other-team/app"}]}}
         self.squatter_rv = (await self.host.create(PODS, squatter, HOST_NS))["metadata"]["resourceVersion"]
 
@@ -327,21 +334,46 @@ class Scenario:
     def _objs(self, srv: EmbeddedAPIServer, res: Any, ns: str = "") -> dict[str, Obj]:
         return {k[1]: v for k, v in srv.storage.objects(res).items() if k[0] == ns}
 
+    def _gate(self, pod: str, rcn: str, host_rcs: dict[str, Obj]) -> tuple[bool, str, str]:
+        """The gate of behaviour.md section 3, as the contract states it: (allowed, the SyncWarning message,
+        the reason after `because`)."""
+        if not rcn or self.selector == "all":  # no class, or an empty selector: every pod passes
+            return True, "", ""
+        h = host_rcs.get(rcn)
+        if h is None:
+            reason = (f'the runtime class "{rcn}" couldn\'t be reached in the host: runtimeclasses.node.k8s.io '
+                      f'"{rcn}" not found')
+        elif h["metadata"].get("deletionTimestamp"):
+            reason = f'the runtime class "{rcn}" couldn\'t be reached in the host: runtime class is being deleted'
+        elif not SELECTOR_MEANING[self.selector](h["metadata"].get("labels") or {}):
+            reason = (f'the runtime class "{rcn}" in the host does not match the selector under '
+                      "'sync.fromHost.runtimeClasses.selector'")
+        else:
+            return True, "", ""
+        return False, f'did not sync pod "{pod}" to host because {reason}', reason
+
     def check(self) -> list[str]:
-        """Every state invariant of behaviour.md sections 2 and 3; returns the violations."""
-        cfg = self.config
+        """Every state invariant of behaviour.md sections 2 and 3; returns the violations. The expected state
+        is computed here from the contract, independently of the syncer's modules."""
         out: list[str] = []
         host_rcs = self._objs(self.host_server, RUNTIMECLASSES)
         virtual_rcs = self._objs(self.virtual_server, RUNTIMECLASSES)
         # section 2: a virtual RC exists iff a host RC of that name exists and matches (controlled-by: alone)
-        fenced = {n for n, o in (*host_rcs.items(), *virtual_rcs.items()) if translate.is_controlled_by_other(o)}
-        expected = {n for n, h in host_rcs.items() if n not in fenced and gate.runtime_class_matches(cfg, h)}
+        fenced = {n for n, o in (*host_rcs.items(), *virtual_rcs.items())
+                  if CONTROLLED_BY in (o["metadata"].get("labels") or {})}
+        expected = {n for n, h in host_rcs.items()
+                    if n not in fenced and SELECTOR_MEANING[self.selector](h["metadata"].get("labels") or {})}
         got = set(virtual_rcs) - fenced
         if got != expected:
             out.append(f"virtual runtime classes {sorted(got)} != expected {sorted(expected)}")
+
+        def view(rc: Obj) -> Obj:  # what section 2 says the copy has: spec fields, labels, annotations
+            meta = rc["metadata"]
+            return {"handler": rc.get("handler"), "overhead": rc.get("overhead"), "scheduling": rc.get("scheduling"),
+                    "labels": meta.get("labels") or {}, "annotations": meta.get("annotations") or {}}
+
         for n in expected & got:
-            want = translate.runtime_class_view(translate.virtual_runtime_class(host_rcs[n]))
-            if translate.runtime_class_view(virtual_rcs[n]) != want:
+            if view(virtual_rcs[n]) != view(host_rcs[n]):
                 out.append(f"virtual runtime class {n} differs from the host's")
         # section 3: pods
         vpods = self._objs(self.virtual_server, PODS, "default")
@@ -354,50 +386,49 @@ class Scenario:
 
         def owned(h: Obj, name: str) -> bool:
             ann = h["metadata"].get("annotations") or {}
-            return ((h["metadata"].get("labels") or {}).get(translate.MANAGED_BY) == VCLUSTER
-                    and ann.get(translate.OBJECT_NAME) == name)
+            return ((h["metadata"].get("labels") or {}).get(MANAGED_BY) == VCLUSTER
+                    and ann.get(OBJECT_NAME) == name)
 
         for name, v in vpods.items():
             uid = v["metadata"]["uid"]
             rcn = v["spec"].get("runtimeClassName") or ""
-            d = gate.evaluate(cfg, name, rcn, host_rcs.get(rcn))
-            h = hpods.get(translate.host_pod_name(name, "default", VCLUSTER))
+            allowed, message, reason = self._gate(name, rcn, host_rcs)
+            h = hpods.get(host_name(name, "default", VCLUSTER))
             if h is not None and not owned(h, name):  # the gate is judged first, then the name conflict
-                if d.allowed and not has_event(uid, "SyncError", "is not managed by vcluster", exact=False):
+                if allowed and not has_event(uid, "SyncError", "is not managed by vcluster", exact=False):
                     out.append(f"pod {name}: no SyncError event about the host pod of another owner")
-                elif not d.allowed and not has_event(uid, "SyncWarning", d.message, exact=True):
-                    out.append(f"pod {name}: refused but no SyncWarning event with {d.message!r}")
+                elif not allowed and not has_event(uid, "SyncWarning", message, exact=True):
+                    out.append(f"pod {name}: refused but no SyncWarning event with {message!r}")
             elif h is None:
-                if d.allowed and rcn and rcn not in host_rcs:  # no gate (empty selector): host admission refuses
+                if allowed and rcn and rcn not in host_rcs:  # no gate (empty selector): host admission refuses
                     if not has_event(uid, "SyncError", f'RuntimeClass "{rcn}" not found', exact=False):
                         out.append(f"pod {name}: no SyncError event with the host's refusal of class {rcn}")
-                elif d.allowed:
+                elif allowed:
                     out.append(f"pod {name}: allowed (class {rcn or '-'}) but not on the host")
-                elif not has_event(uid, "SyncWarning", d.message, exact=True):
-                    out.append(f"pod {name}: refused but no SyncWarning event with {d.message!r}")
-            elif (h["metadata"].get("annotations") or {}).get(translate.OBJECT_UID) != uid:
-                old_rcn = (h["metadata"].get("annotations") or {}).get(translate.VIRTUAL_RUNTIME_CLASS) or ""
-                if gate.evaluate(cfg, name, old_rcn, host_rcs.get(old_rcn)).allowed:
+                elif not has_event(uid, "SyncWarning", message, exact=True):
+                    out.append(f"pod {name}: refused but no SyncWarning event with {message!r}")
+            elif (h["metadata"].get("annotations") or {}).get(OBJECT_UID) != uid:
+                old_rcn = h["spec"].get("runtimeClassName") or ""  # no class is forced here: the pod's own
+                if self._gate(name, old_rcn, host_rcs)[0]:
                     out.append(f"pod {name}: host pod still belongs to an earlier pod of that name")
                 elif not has_event(uid, "SyncWarning", "earlier, orphaned pod", exact=False):
                     out.append(f"pod {name}: no SyncWarning about the orphaned host pod of an earlier pod")
-            elif d.allowed:
-                want = translate.host_pod(v, vcluster_name=VCLUSTER, host_namespace=HOST_NS)["metadata"]["labels"]
+            elif allowed:
+                # section 3, host metadata: the virtual pod's labels plus managed-by and the namespace label
+                want = {**(v["metadata"].get("labels") or {}), MANAGED_BY: VCLUSTER, NAMESPACE_LABEL: "default"}
                 if h["metadata"].get("labels") != want:
                     out.append(f"pod {name}: host labels {h['metadata'].get('labels')} != {want}")
-            elif not has_event(uid, "Orphaned", f'pod "{name}" is orphaned: {d.reason}', exact=False):
-                out.append(f"pod {name}: orphaned but no Orphaned event for {d.reason!r}")
+            elif not has_event(uid, "Orphaned", f'pod "{name}" is orphaned: {reason}', exact=False):
+                out.append(f"pod {name}: orphaned but no Orphaned event for {reason!r}")
         for hname, h in hpods.items():
             ann = h["metadata"].get("annotations") or {}
-            vname = ann.get(translate.OBJECT_NAME)
-            if hname == translate.host_pod_name(SQUATTED_POD, "default", VCLUSTER) and not vname:
+            vname = ann.get(OBJECT_NAME)
+            if hname == host_name(SQUATTED_POD, "default", VCLUSTER) and not vname:
                 if h["metadata"]["resourceVersion"] != self.squatter_rv:
                     out.append("the host pod of another owner was modified")
                 continue
-            if vname not in vpods:
-                rcn = ann.get(translate.VIRTUAL_RUNTIME_CLASS) or ""
-                if gate.evaluate(cfg, str(vname), rcn, host_rcs.get(rcn)).allowed:
-                    out.append(f"host pod {hname}: its virtual pod is gone but it was not deleted")
+            if vname not in vpods and self._gate(str(vname), h["spec"].get("runtimeClassName") or "", host_rcs)[0]:
+                out.append(f"host pod {hname}: its virtual pod is gone but it was not deleted")
         return out
 
     def check_writes(self) -> list[str]:

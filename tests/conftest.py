@@ -86,8 +86,9 @@ def rc_config(selector: Obj | None = None, enabled: bool = True, **extra: Any) -
 async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIterator[Syncer]:
     """Run a Syncer in-process against `c` until the block ends; yields once it is ready."""
     config = parse_config(document)
-    host = await KubeClient.from_kubeconfig(str(c.host_kubeconfig), "host")
-    virtual = await KubeClient.from_kubeconfig(str(c.virtual_kubeconfig), "virtual")
+    timeout = options.pop("request_timeout", 30.0)
+    host = await KubeClient.from_kubeconfig(str(c.host_kubeconfig), "host", request_timeout=timeout)
+    virtual = await KubeClient.from_kubeconfig(str(c.virtual_kubeconfig), "virtual", request_timeout=timeout)
     patcher = options.pop("patcher", None)
     policy = options.pop("policy", None)
     clock = options.pop("clock", None)

@@ -82,6 +82,21 @@ def test_every_fault_kind_in_one_scenario() -> None:
     assert report.restarts >= 5
 
 
+def test_refused_orphaned_and_synced_pods_at_quiescence() -> None:
+    # An end state with every kind of pod the gate judges, so that a broken gate cannot pass the checker:
+    # synced (gvisor), refused by the selector (kata), refused as missing (runc), no class (p3), orphaned by a
+    # relabel (youki), and a host pod of another owner on p5's name.
+    plan = [
+        Step("host_rc_put", "gvisor", "development"), Step("host_rc_put", "kata", "production"),
+        Step("host_rc_put", "youki", "development"),
+        Step("pod_create", "p0", "gvisor"), Step("pod_create", "p1", "kata"), Step("pod_create", "p2", "youki"),
+        Step("pod_create", "p3", ""), Step("pod_create", "p4", "runc"), Step("pod_create", "p5", "gvisor"),
+        Step("cut_watches", "host"), Step("host_rc_put", "youki", "production"), Step("pod_label", "p2", "1"),
+    ]
+    report = run("dev", plan)
+    assert report.violations == [] and report.lost == 0, report.render()
+
+
 @pytest.mark.soak
 def test_soak_thousands_of_random_steps() -> None:
     async def go() -> Report:

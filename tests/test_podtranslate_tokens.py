@@ -5,16 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from syncer.controllers.podtranslate.tokens import (
-    DEFAULT_AUDIENCES,
-    EXPIRATION_SECONDS,
-    TokenSource,
-    apply_tokens,
-    token_request,
-    token_sources,
-)
+from syncer.controllers.podtranslate.tokens import TokenSource, apply_tokens, token_request, token_sources
 
 Obj = dict[str, Any]
+# vcluster, pkg/controllers/resources/pods/translate/translator.go (translateProjectedVolume): the audiences of
+# a projected token without its own, for cluster domain cluster.local, and the lifetime of every token
+VCLUSTER_AUDIENCES = ("https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",
+                      "https://kubernetes.default")
+VCLUSTER_EXPIRATION_SECONDS = 315_360_000  # 10 * 365 * 24 * 60 * 60
 SPEC: Obj = {"volumes": [
     {"name": "kube-api-access-abcde", "projected": {"sources": [
         {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
@@ -25,11 +23,12 @@ SPEC: Obj = {"volumes": [
 
 def test_sources_and_requests() -> None:
     sources = token_sources(SPEC)
-    assert sources == [TokenSource("kube-api-access-abcde", 0, "token", DEFAULT_AUDIENCES),
+    assert sources == [TokenSource("kube-api-access-abcde", 0, "token", VCLUSTER_AUDIENCES),
                        TokenSource("vault", 0, "jwt", ("vault",))]
     assert token_request(sources[1], "web", "u-1")["spec"] == {
-        "audiences": ["vault"], "expirationSeconds": EXPIRATION_SECONDS,
+        "audiences": ["vault"], "expirationSeconds": VCLUSTER_EXPIRATION_SECONDS,
         "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": "u-1"}}
+    assert token_request(sources[0], "web", "u-1")["spec"]["audiences"] == list(VCLUSTER_AUDIENCES)
 
 
 def test_annotation_mode() -> None:

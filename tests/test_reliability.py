@@ -48,11 +48,10 @@ async def readyz(url: str) -> tuple[int, str]:
 
 async def test_hung_requests_time_out_and_are_retried(clusters: Clusters) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor"))
-    slow = clusters.virtual_server.faults.delay(3.0, verb="create", resource="runtimeclasses",
+    # The first create hangs far longer than the wait below: only a request timeout and a retry can sync it.
+    slow = clusters.virtual_server.faults.delay(120.0, verb="create", resource="runtimeclasses",
                                                 agent=DEFAULT_USER_AGENT)
-    async with running_syncer(clusters, rc_config({})) as syncer:
-        for client in (syncer.host, syncer.virtual):
-            client.request_timeout = 0.3
+    async with running_syncer(clusters, rc_config({}), request_timeout=0.3):
         await virtual_rc_names(clusters, lambda n: "gvisor" in n, "synced after the hung create timed out")
     assert slow.hits == 1
 

@@ -75,16 +75,19 @@ async def test_references_are_translated_and_the_objects_marked_for_vcluster(clu
                      rf"{h('app-config')}\n", out), out
 
 
-async def test_with_all_set_vcluster_syncs_everything_and_nothing_is_annotated(clusters: Clusters) -> None:
+@pytest.mark.parametrize(("configmaps_all", "secrets_all"), [(True, True), (True, False), (False, True)])
+async def test_what_vcluster_syncs_by_all_is_not_annotated(clusters: Clusters, configmaps_all: bool,
+                                                           secrets_all: bool) -> None:
+    # behaviour.md 3.1: the annotation is added "unless the matching `all` key is true", kind by kind
     await create_app_objects(clusters)
     doc = rc_config()
-    doc["sync"]["toHost"] = {"configMaps": {"all": True}, "secrets": {"all": True}}
+    doc["sync"]["toHost"] = {"configMaps": {"all": configmaps_all}, "secrets": {"all": secrets_all}}
     async with running_syncer(clusters, doc):
         await clusters.virtual.create(PODS, app_pod(), "default")
         await host_pods(clusters, lambda o: hname("web") in o, "web synced")
-    for res, name in ((CONFIGMAPS, "app-config"), (SECRETS, "db")):
+    for res, name, synced_by_all in ((CONFIGMAPS, "app-config", configmaps_all), (SECRETS, "db", secrets_all)):
         v = await clusters.virtual.get(res, name, "default")
-        assert FORCE_SYNC not in (v["metadata"].get("annotations") or {})
+        assert (FORCE_SYNC in (v["metadata"].get("annotations") or {})) is not synced_by_all, (res.plural, name)
 
 
 async def test_a_pod_waits_for_its_objects_and_says_so_after_10_seconds(clusters: Clusters) -> None:
