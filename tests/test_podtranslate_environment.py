@@ -3,6 +3,7 @@ case as vcluster's translateDNSConfig, ServicesToEnvironmentVariables and transl
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -31,8 +32,9 @@ DNS_CASES: list[tuple[str, Obj, Obj]] = [
 ]
 
 
-@pytest.mark.parametrize(("what", "spec", "want"), DNS_CASES, ids=[c[0] for c in DNS_CASES])
+@pytest.mark.parametrize(("what", "spec", "want"), DNS_CASES, ids=[f"dns{i}" for i in range(len(DNS_CASES))])
 def test_dns(what: str, spec: Obj, want: Obj) -> None:
+    spec = copy.deepcopy(spec)  # the case stays as written for the next run of this test in the process
     translate_dns(spec, "ns", "10.0.0.10")
     assert spec == want, what
 

@@ -1,0 +1,135 @@
+"""`make mutate`: mutation testing, and a score.
+
+1. mutmut (a maintained mutation tester) mutates the pure modules (`[tool.mutmut]` in pyproject.toml:
+   selector, gate, policy, refusal, the pod table, translation, work queue, patch paths) and runs their
+   fast unit tests against each mutant.
+2. The listed mutations of integration paths (below: lines an outside review broke without a test
+   noticing) are applied one at a time to a scratch copy of the repository, and the tests named for each
+   are run there over real HTTP.
+
+Prints every listed mutation as caught or missed, mutmut's counts, and the mutation score over the pure
+modules (mutmut's: caught or timed out / all mutants); exits 1 when a listed mutation is missed or the score
+is below --min-score (default 90), else 0. Survivors are listed with `mutmut results`, shown with
+`mutmut show NAME`; README "Mutation testing" says which survivors are accepted and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COPY = ("syncer", "kubesim", "tests", "examples", "config", "deploy", "pyproject.toml", "README.md")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """Replace `old` (exactly once) by `new` in `path`; `tests` (pytest arguments) must then fail."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+LISTED = (
+    Mutation("request_timeout ignored", "syncer/kube/client.py",
+             "timeout if timeout is not None else self.request_timeout", "timeout",
+             ("tests/test_reliability.py", "-k", "hung")),
+    Mutation("default token audiences cut to one", "syncer/controllers/podtranslate/tokens.py",
+             'DEFAULT_AUDIENCES = ("https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",\n'
+             '                     "https://kubernetes.default")',
+             'DEFAULT_AUDIENCES = ("https://kubernetes.default.svc.cluster.local",)',
+             ("tests/test_podtranslate_tokens.py",)),
+    Mutation("ConfigMap/Secret all flags swapped", "syncer/config/model.py",
+             '{"configmap": to_host.configMaps.all, "secret": to_host.secrets.all}',
+             '{"configmap": to_host.secrets.all, "secret": to_host.configMaps.all}',
+             ("tests/test_workloads.py", "-k", "by_all")),
+    Mutation("backoff not reset after a success", "syncer/kube/controller.py",
+             "                self.queue.forget(key)\n", "                pass\n",
+             ("tests/test_controller.py",)),
+    Mutation("stale host pod never recognised", "syncer/controllers/podplan.py",
+             'if uid and uid != vmeta.get("uid"):', "if False:",
+             ("tests/test_podplan.py", "tests/test_pod_lifecycle.py")),
+    Mutation("gate ignores the selector (seen by the convergence checker)", "syncer/controllers/gate.py",
+             "    if not config.selector.matches(labels):\n", "    if False:\n",
+             ("tests/test_convergence.py", "-k", "quiescence")),
+    Mutation("the waiting SyncWarning at 5 s instead of 10 s", "syncer/controllers/pods.py",
+             "WAIT_WARNING = 10.0", "WAIT_WARNING = 5.0",
+             ("tests/test_workloads.py", "-k", "10_seconds")),
+)
+
+
+def run_listed(only: str | None) -> list[tuple[Mutation, bool, str]]:
+    """Apply each listed mutation to a scratch copy and run its tests; (mutation, caught, last output line)."""
+    out = []
+    for m in LISTED:
+        if only and only not in m.name:
+            continue
+        with tempfile.TemporaryDirectory(prefix="mutate-") as tmp:
+            work = Path(tmp)
+            for name in COPY:
+                src = ROOT / name
+                if src.is_dir():
+                    shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+                else:
+                    shutil.copy(src, work / name)
+            target = work / m.path
+            text = target.read_text(encoding="utf-8")
+            if text.count(m.old) != 1:
+                raise SystemExit(f"mutation {m.name!r}: the line to break is not in {m.path} exactly once; "
+                                 "update tools/mutate.py")
+            target.write_text(text.replace(m.old, m.new), encoding="utf-8")
+            env = {**os.environ, "PYTHONPATH": str(work), "PYTHONDONTWRITEBYTECODE": "1"}
+            proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *m.tests],
+                                  cwd=work, env=env, capture_output=True, text=True, timeout=900)
+            lines = [line for line in proc.stdout.splitlines() if line.strip()]
+            out.append((m, proc.returncode not in (0, 5), lines[-1] if lines else proc.stderr.strip()[-200:]))
+    return out
+
+
+def run_mutmut() -> dict[str, int]:
+    """Run mutmut over the pure modules; its counts (killed, survived, no_tests, timeout, ...)."""
+    subprocess.run([sys.executable, "-m", "mutmut", "run"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "mutmut", "export-cicd-stats"], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
+    stats: dict[str, int] = json.loads((ROOT / "mutants" / "mutmut-cicd-stats.json").read_text())
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; see the module docstring."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--min-score", type=float, default=90.0, help="lowest acceptable score over the pure modules (%%)")
+    p.add_argument("--listed-only", action="store_true", help="only the listed mutations, not mutmut")
+    p.add_argument("--only", help="only the listed mutations whose name contains this")
+    args = p.parse_args(argv)
+    ok = True
+    print("listed mutations of integration paths:")
+    for m, caught, last in run_listed(args.only):
+        ok &= caught
+        print(f"  {'caught' if caught else 'MISSED'}  {m.name}  ({' '.join(m.tests)}: {last})")
+    if not args.listed_only and not args.only:
+        stats = run_mutmut()
+        killed, survived = stats.get("killed", 0), stats.get("survived", 0)
+        uncovered = stats.get("no_tests", 0)
+        total = stats.get("total", 0) - stats.get("skipped", 0)
+        score = 100.0 * (killed + stats.get("timeout", 0)) / total if total else 0.0  # mutmut's own score
+        print(f"pure modules (mutmut): {total} mutants, {killed} caught, {stats.get('timeout', 0)} timed out "
+              f"(caught), {survived} missed, {uncovered} not covered by the unit tests; score {score:.1f}% "
+              f"(at least {args.min_score:g}%)")
+        print("  the missed ones: mutmut results; one of them: mutmut show NAME")
+        ok &= score >= args.min_score
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
