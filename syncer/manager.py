@@ -1,4 +1,4 @@
-"""Wires the syncer together: informers -> caches -> work queues -> reconcilers.
+"""Wires the syncer together: shared informers -> caches -> work queues -> reconcilers.
 
 ```
 host RuntimeClasses ──informer──▶ cache ─┬─▶ runtimeclass queue ─▶ RuntimeClassReconciler ─▶ virtual RCs
@@ -11,8 +11,10 @@ virtual ConfigMaps/Secrets (metadata) ──▶ pods waiting ──────�
 virtual Services ──informer──▶ cache (read when a pod is translated: service links)
 ```
 
-The pod controller's watches are declarations (kube/watches.py: an informer, the queue, and the map from
-a changed object to pod keys), as controller-runtime's builder declares For/Watches.
+Each controller declares its watches (`watches(ControllerBuilder)`: for/owns/watches with predicates and
+the map from a changed object to keys, kube/builder.py); the caches it reads come from one shared
+`InformerFactory`, one informer per (cluster, resource) view, cached as controllers/sources.py declares.
+The manager only wires the declarations to the queues and runs them; it holds no rule of its own.
 
 Start order: informers start and list; controllers start only once every cache is synced (so no
 reconcile acts on a half-filled cache); readiness is reported once each key queued at start-up has
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import socket
 from collections.abc import Awaitable
@@ -32,22 +33,17 @@ from typing import Any
 
 from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
-from syncer.controllers import policyreport, translate
-from syncer.controllers.gate import runtime_class_matches
-from syncer.controllers.pods import FORCE_SYNC, NAMESPACE_INDEX, SERVICE, PodReconciler
-from syncer.controllers.podtokens import ServiceAccountTokens
-from syncer.controllers.podtranslate.references import CONFIGMAP, PVC, SECRET
+from syncer.controllers import policyreport
+from syncer.controllers.pods import PodReconciler
 from syncer.controllers.runtimeclasses import RuntimeClassReconciler
-from syncer.kube.cache import Cached, Store, field_equal, object_key, rest_equal, sub_field
-from syncer.kube.cache import field as cached_field
+from syncer.controllers.sources import Sources, slim_of
+from syncer.kube.builder import ControllerBuilder, InformerFactory, wire
+from syncer.kube.cache import Store
 from syncer.kube.client import KubeClient
 from syncer.kube.clock import Clock, RealClock
 from syncer.kube.controller import Controller
 from syncer.kube.events import EventRecorder
-from syncer.kube.informer import Handlers, Informer
 from syncer.kube.leader import LeaderElector
-from syncer.kube.resources import CONFIGMAPS, NAMESPACES, PODS, PVCS, RUNTIMECLASSES, SECRETS, SERVICES
-from syncer.kube.watches import enqueue
 from syncer.kube.workqueue import WorkQueue
 from syncer.metrics import Metrics
 from syncer.patches.apply import Patcher
@@ -55,11 +51,6 @@ from syncer.patches.apply import Patcher
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-RC_INDEX = "runtimeClassName"
-# What event handlers and indexes read of a cached object without decoding it; the rest stays packed.
-IDENTITY = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
-POD_PACKED = {"metadata": IDENTITY, "spec": ("runtimeClassName", "nodeName"), "status": ("startTime",)}
-RC_PACKED = {"metadata": (*IDENTITY, "labels"), "overhead": (), "scheduling": ()}
 
 
 @dataclass
@@ -80,81 +71,6 @@ class Options:
     rc_workers: int = 2
     instance: str = field(default_factory=lambda: f"pod-syncer-{socket.gethostname()}")
     watch_timeout: int = 300
-
-
-def _host_pod_transform(obj: Obj) -> Obj:
-    """Keep only what the pod reconciler reads of a host pod."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    keep_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels", "annotations",
-                                      "deletionTimestamp") if k in meta}
-    keep_spec: Obj = {f: [{"name": c.get("name"), "image": c.get("image")} for c in spec.get(f) or []
-                          if isinstance(c, dict)] for f in ("containers", "initContainers")}
-    for k in ("activeDeadlineSeconds", "runtimeClassName", "nodeName"):
-        if k in spec:
-            keep_spec[k] = spec[k]
-    out: Obj = {"metadata": keep_meta, "spec": keep_spec}
-    if "status" in obj:
-        out["status"] = obj["status"]
-    return out
-
-
-DEPENDENCY_RESOURCES = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS, PVC: PVCS, SERVICE: SERVICES}
-FORCE_SYNC_RESOURCES = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS}
-
-
-def _metadata_transform(obj: Obj) -> Obj:
-    """Keep only what is read of an object a pod references: its identity, and the force-sync annotation."""
-    meta = obj.get("metadata") or {}
-    out = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta}
-    ann = meta.get("annotations")
-    if isinstance(ann, dict) and FORCE_SYNC in ann:
-        out["annotations"] = {FORCE_SYNC: ann[FORCE_SYNC]}
-    return {"metadata": out}
-
-
-def _service_transform(obj: Obj) -> Obj:
-    """Keep what the translation reads of a Service: its identity, ClusterIP and ports."""
-    out = _metadata_transform(obj)
-    spec = obj.get("spec") or {}
-    out["spec"] = {"clusterIP": spec.get("clusterIP"),
-                   "ports": [{k: p[k] for k in ("name", "port", "protocol") if k in p}
-                             for p in spec.get("ports") or [] if isinstance(p, dict)]}
-    return out
-
-
-def _namespace_index(obj: Cached) -> list[str]:
-    ns = sub_field(obj, "metadata", "namespace")
-    return [ns] if isinstance(ns, str) else []
-
-
-def _own_key(obj: Cached) -> list[str]:
-    return [object_key(obj)]
-
-
-def _virtual_key_of_host_pod(hpod: Cached) -> list[str]:
-    key = translate.virtual_key_of_host_pod({"metadata": cached_field(hpod, "metadata")})
-    return [key] if key is not None else []
-
-
-def _rc_index(pod: Cached) -> list[str]:
-    rcn = sub_field(pod, "spec", "runtimeClassName")
-    return [rcn] if isinstance(rcn, str) and rcn else []
-
-
-def _host_rc_index(hpod: Cached) -> list[str]:
-    """Host pods by the runtime class their virtual pod named (finds orphans whose virtual pod is gone)."""
-    ann = (cached_field(hpod, "metadata") or {}).get("annotations")
-    rcn = ann.get(translate.VIRTUAL_RUNTIME_CLASS) if isinstance(ann, dict) else None
-    return [rcn] if isinstance(rcn, str) and rcn else []
-
-
-def _pod_changed(old: Cached, new: Cached) -> bool:
-    """A virtual pod change the pod reconciler must look at (not just a status write)."""
-    # metadata besides identity is packed: labels, annotations (and owners, finalizers) compare encoded
-    return (not field_equal(old, new, "spec") or not rest_equal(old, new, "metadata")
-            or any(sub_field(old, "metadata", k) != sub_field(new, "metadata", k)
-                   for k in ("deletionTimestamp", "uid")))
 
 
 async def _wait_or_stop(aw: Awaitable[Any], *stops: asyncio.Event) -> bool:
@@ -198,97 +114,40 @@ class Syncer:
         self.metrics = metrics or Metrics()
         m = self.metrics
 
-        # Caches keep large fields packed (kube/cache.py); handlers and indexes read only the sub-fields left
-        # decoded, reconcilers decode the object they work on.
-        self.host_rcs = Store(packed=RC_PACKED)
-        self.virtual_rcs = Store(packed=RC_PACKED)
-        pod_indexes = {RC_INDEX: _rc_index, **({NAMESPACE_INDEX: _namespace_index} if policy is not None else {})}
-        self.virtual_pods = Store(indexers=pod_indexes, packed=POD_PACKED)
-        # The policy's namespace entries read the virtual namespaces' labels (metadata only)
-        self.virtual_namespaces = Store(packed={"metadata": IDENTITY})
-        self.host_pods = Store(transform=_host_pod_transform, indexers={RC_INDEX: _host_rc_index}, packed=POD_PACKED)
-
-        pod_adds, rc_adds = m.workqueue_adds.labels("pod"), m.workqueue_adds.labels("runtimeclass")
         self.clock = clock or RealClock()
+        self.sources = Sources(options.host_namespace, options.vcluster_name)
+        self.factory = InformerFactory({"host": host, "virtual": virtual}, slim_of, options.watch_timeout)
+        pod_adds, rc_adds = m.workqueue_adds.labels("pod"), m.workqueue_adds.labels("runtimeclass")
         self.pod_queue = WorkQueue("pod", on_add=lambda _: pod_adds.inc(), clock=self.clock)
         self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: rc_adds.inc(), clock=self.clock)
         self.recorder = EventRecorder(virtual, "pod-syncer", options.instance)
-
-        # Metadata-only caches of what host pods reference (section 3.1): no ConfigMap or Secret content
-        # ever enters the process.
-        self.host_objects = {kind: Store(transform=_service_transform if kind == SERVICE else _metadata_transform)
-                             for kind in DEPENDENCY_RESOURCES}
-        self.virtual_services = Store(transform=_service_transform, indexers={NAMESPACE_INDEX: _namespace_index})
-        self.virtual_objects = {kind: Store(transform=_metadata_transform) for kind in FORCE_SYNC_RESOURCES}
-        self.pod_reconciler = PodReconciler(
-            config, vcluster_name=options.vcluster_name, host_namespace=options.host_namespace,
-            virtual_pods=self.virtual_pods, host_pods=self.host_pods, host_rcs=self.host_rcs, host=host,
-            virtual=virtual, recorder=self.recorder, metrics=m, host_objects=self.host_objects,
-            virtual_objects=self.virtual_objects, virtual_services=self.virtual_services,
-            tokens=ServiceAccountTokens(virtual, host, host_namespace=options.host_namespace,
-                                        vcluster_name=options.vcluster_name, use_secrets=config.use_secrets_for_tokens,
-                                        host_secrets=self.host_objects[SECRET]),
-            policy=policy, namespaces=self.virtual_namespaces if policy is not None else None, clock=self.clock)
-        rc_events = EventRecorder(virtual, "runtimeclass-syncer",
-                                  options.instance.replace("pod-syncer", "runtimeclass-syncer", 1))
-        self.rc_reconciler = RuntimeClassReconciler(config, self.host_rcs, self.virtual_rcs, virtual, patcher,
-                                                    rc_events)
-
-        wt = options.watch_timeout
-        pq = self.pod_queue
-        # What the pod controller watches and which pod keys a change wakes (controller-runtime's For/Watches)
-        self.informers: list[Informer] = [
-            enqueue(Informer(virtual, PODS, self.virtual_pods, watch_timeout=wt), pq, _own_key, changed=_pod_changed,
-                    relist=self._enqueue_all_pods),
-            enqueue(Informer(host, PODS, self.host_pods, namespace=options.host_namespace, watch_timeout=wt,
-                             label_selector=f"{translate.MANAGED_BY}={options.vcluster_name}"), pq,
-                    _virtual_key_of_host_pod, relist=self._enqueue_all_pods),
-            # host objects pods reference (and the Services they need): pods waiting for them
-            *(enqueue(Informer(host, res, self.host_objects[kind], namespace=options.host_namespace, watch_timeout=wt,
-                               metadata_only=kind != SERVICE), pq,
-                      functools.partial(self._pods_waiting_for_host_object, kind), on_delete=False)
-              for kind, res in DEPENDENCY_RESOURCES.items()),
-            # virtual ConfigMaps/Secrets pods reference: pods waiting for them may now mark them for vcluster
-            *(enqueue(Informer(virtual, res, self.virtual_objects[kind], watch_timeout=wt, metadata_only=True), pq,
-                      functools.partial(self._pods_waiting_for_virtual_object, kind), on_delete=False)
-              for kind, res in FORCE_SYNC_RESOURCES.items()),
-            Informer(virtual, SERVICES, self.virtual_services, watch_timeout=wt),  # read at translation only
-        ]
-        if policy is not None:  # a namespace's labels decide which entry applies (a reload may add selectors)
-            self.informers.append(enqueue(
-                Informer(virtual, NAMESPACES, self.virtual_namespaces, watch_timeout=wt, metadata_only=True), pq,
-                lambda ns: self.virtual_pods.keys_by_index(NAMESPACE_INDEX, object_key(ns)), on_delete=False))
+        self.pod_reconciler = PodReconciler(config, self.sources, host=host, virtual=virtual, factory=self.factory,
+                                            recorder=self.recorder, metrics=m, policy=policy, clock=self.clock)
+        wire(self.factory, self.pod_queue, self.pod_reconciler.watches(ControllerBuilder("pod")).watch_list)
         self.controllers: list[Controller] = [
             Controller("pod", self.pod_queue, self.pod_reconciler.reconcile, m, workers=options.pod_workers)]
         if config.enabled:
-            host_rc_inf = Informer(host, RUNTIMECLASSES, self.host_rcs, watch_timeout=wt)
-            virtual_rc_inf = Informer(virtual, RUNTIMECLASSES, self.virtual_rcs, watch_timeout=wt)
-            host_rc_inf.add_handlers(Handlers(
-                on_add=lambda o: self._host_rc_changed(None, o), on_update=self._host_rc_changed,
-                on_delete=lambda o: self._host_rc_changed(o, None), on_relist=self._enqueue_after_host_rc_relist))
-            virtual_rc_inf.add_handlers(Handlers(
-                on_add=self._enqueue_rc, on_update=lambda o, n: self._enqueue_rc(n), on_delete=self._enqueue_rc,
-                on_relist=self._enqueue_all_rcs))
-            self.informers += [host_rc_inf, virtual_rc_inf]
+            rc_events = EventRecorder(virtual, "runtimeclass-syncer",
+                                      options.instance.replace("pod-syncer", "runtimeclass-syncer", 1))
+            self.rc_reconciler = RuntimeClassReconciler(config, self.factory.store(self.sources.host_rcs),
+                                                        self.factory.store(self.sources.virtual_rcs), virtual,
+                                                        patcher, rc_events)
+            wire(self.factory, self.rc_queue,
+                 self.rc_reconciler.watches(ControllerBuilder("runtimeclass"), self.sources).watch_list)
             self.controllers.append(Controller("runtimeclass", self.rc_queue, self.rc_reconciler.reconcile, m,
                                                workers=options.rc_workers))
+        self.informers = self.factory.informers
+        # the caches, by name (logs, tests, the demo)
+        self.virtual_pods, self.host_pods = self.pod_reconciler.virtual_pods, self.pod_reconciler.host_pods
+        self.host_rcs = self.pod_reconciler.host_rcs
+        self.virtual_rcs = self.factory.store(self.sources.virtual_rcs) if config.enabled else Store()
         self.caches_synced = asyncio.Event()
         self.ready_event = asyncio.Event()
         self.following = False  # waiting to become leader (leader election only)
         self.lost_leadership = False
         self._tasks: list[asyncio.Task[None]] = []
 
-    # ------------------------------------------------------------------ event handlers (map to keys)
-
-    def _pods_waiting_for_host_object(self, kind: str, obj: Cached) -> list[str]:
-        """A host ConfigMap/Secret/PVC/Service appeared or changed: the pods waiting for it."""
-        return self.pod_reconciler.pods_waiting_for(kind, (obj.get("metadata") or {}).get("name", ""))
-
-    def _pods_waiting_for_virtual_object(self, kind: str, obj: Cached) -> list[str]:
-        """A virtual ConfigMap/Secret appeared or changed: the pods waiting for its host copy."""
-        meta = obj.get("metadata") or {}
-        return self.pod_reconciler.pods_waiting_for(kind, translate.host_pod_name(
-            meta.get("name", ""), meta.get("namespace", ""), self.options.vcluster_name))
+    # ------------------------------------------------------------------ runtime policy
 
     def set_policy(self, policy: Policy) -> None:
         """Put a reloaded runtime policy in force: every pod is looked at again; those refused so far are
@@ -296,7 +155,8 @@ class Syncer:
         self.pod_reconciler.policy = policy
         self.metrics.policy_reloads.labels("applied").inc()
         self.check_policy(policy)
-        self._enqueue_all_pods()
+        for key in self.pod_reconciler.all_pod_keys():
+            self.pod_queue.add(key)
 
     def policy_rejected(self, errors: list[str]) -> None:
         """A changed policy file did not validate (its errors are logged; the policy in force stays)."""
@@ -312,45 +172,6 @@ class Syncer:
                 log.warning("runtime policy %s: %s", policy.source, problem)
             else:
                 log.error("runtime policy %s: %s", policy.source, problem)
-
-    def _enqueue_rc(self, rc: Cached) -> None:
-        self.rc_queue.add(object_key(rc))
-
-    def _enqueue_all_rcs(self) -> None:
-        for name in {*self.host_rcs.list_keys(), *self.virtual_rcs.list_keys()}:
-            self.rc_queue.add(name)
-
-    def _enqueue_all_pods(self) -> None:
-        for key in self.virtual_pods.list_keys():
-            self.pod_queue.add(key)
-        for hpod in self.host_pods.values():
-            for key in _virtual_key_of_host_pod(hpod):
-                self.pod_queue.add(key)
-
-    def _enqueue_after_host_rc_relist(self) -> None:
-        """A host RC may have flickered while the watch was down: every class and every gated pod."""
-        self._enqueue_all_rcs()
-        self._enqueue_all_pods()
-
-    def _gate_state(self, rc: Cached | None) -> tuple[bool, bool, bool]:
-        if rc is None:
-            return (False, False, False)
-        return (True, bool(sub_field(rc, "metadata", "deletionTimestamp")), runtime_class_matches(self.config, rc))
-
-    def _host_rc_changed(self, old: Cached | None, new: Cached | None) -> None:
-        rc = new or old
-        assert rc is not None
-        name = object_key(rc)
-        self.rc_queue.add(name)
-        if self._gate_state(old) != self._gate_state(new):
-            for key in self.virtual_pods.keys_by_index(RC_INDEX, name):
-                self.pod_queue.add(key)
-            for hpod in self.host_pods.by_index(RC_INDEX, name):  # incl. orphans whose virtual pod is gone
-                for key in _virtual_key_of_host_pod(hpod):
-                    self.pod_queue.add(key)
-            policy = self.pod_reconciler.policy
-            if policy is not None and name in policy.defaults():  # pods that name no class may get it now
-                self._enqueue_all_pods()
 
     # ------------------------------------------------------------------ lifecycle
 

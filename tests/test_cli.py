@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import socket
 import sys
@@ -211,10 +212,14 @@ async def test_log_level_warning_keeps_decisions_out_of_the_log(clusters: Cluste
 async def test_the_demo_runs_from_a_plain_install_outside_the_checkout(tmp_path: Path) -> None:
     # `pip install .` (the wheel, not the checkout) and then `runtimeclass-syncer demo` in another folder:
     # the demo's manifests travel with the package. Dependencies come from this environment (--no-deps).
-    target = tmp_path / "site"
+    target, source = tmp_path / "site", tmp_path / "source"  # built from a copy: no build/ left in the checkout
+    for name in ("syncer", "kubesim", "examples"):
+        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
     build = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-cache-dir",
-        "--target", str(target), str(REPO), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        "--target", str(target), str(source), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
     out, _ = await asyncio.wait_for(build.communicate(), 300)
     assert build.returncode == 0, out.decode()

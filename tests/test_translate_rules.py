@@ -22,6 +22,7 @@ from syncer.controllers.translate import (
 
 Obj = dict[str, Any]
 
+SCHEDULING = {"nodeSelector": {"sandbox": "gvisor"}, "tolerations": [{"key": "sandbox", "operator": "Exists"}]}
 HOST_RC: Obj = {
     "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
     "metadata": {"name": "gvisor", "uid": "u", "resourceVersion": "12", "generation": 3,
@@ -42,7 +43,7 @@ def test_the_virtual_copy_keeps_the_spec_labels_and_annotations_and_drops_server
         "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
         "metadata": {"name": "gvisor", "labels": {"environment": "development"}, "annotations": {"team": "a"}},
         "handler": "runsc", "overhead": {"podFixed": {"cpu": "250m"}},
-        "scheduling": {"nodeSelector": {"sandbox": "gvisor"}, "tolerations": [{"key": "sandbox", "operator": "Exists"}]},
+        "scheduling": SCHEDULING,
     }
 
 
@@ -60,8 +61,7 @@ def test_the_virtual_copy_is_a_deep_copy_with_maps_for_labels_and_annotations() 
 def test_the_view_the_sync_invariant_compares() -> None:
     assert runtime_class_view(HOST_RC) == {
         "handler": "runsc", "overhead": {"podFixed": {"cpu": "250m"}},
-        "scheduling": {"nodeSelector": {"sandbox": "gvisor"}, "tolerations": [{"key": "sandbox", "operator": "Exists"}]},
-        "labels": {"environment": "development"}, "annotations": {"team": "a"}}
+        "scheduling": SCHEDULING, "labels": {"environment": "development"}, "annotations": {"team": "a"}}
     assert runtime_class_view({"metadata": {"name": "k"}, "handler": "h"}) == {
         "handler": "h", "labels": {}, "annotations": {}}
 

@@ -18,8 +18,9 @@ this vcluster's managed-by label and object annotations is never touched.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +29,17 @@ from syncer.config.policy import Policy
 from syncer.controllers import gate, podplan, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate import tokens
-from syncer.controllers.podtranslate.references import CONFIGMAP, Dependency
+from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency
 from syncer.controllers.refusal import Refusal
-from syncer.kube.cache import Store, object_key, split_key
+from syncer.controllers.sources import (
+    DEPENDENCY_RESOURCES,
+    FORCE_SYNC,
+    FORCE_SYNC_RESOURCES,
+    SERVICE,
+    Sources,
+)
+from syncer.kube.builder import ControllerBuilder, InformerFactory
+from syncer.kube.cache import Cached, Store, field_equal, object_key, rest_equal, split_key, sub_field
 from syncer.kube.cache import field as cached_field
 from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import ApiError, KubeClient
@@ -46,14 +55,13 @@ Obj = dict[str, Any]
 ACTION = "SyncPod"
 
 
-FORCE_SYNC = "vcluster.loft.sh/force-sync"
 WAIT_WARNING = 10.0  # seconds a pod waits for its host objects before a SyncWarning says for what
 WAIT_RECHECK = 30.0  # seconds between checks after that (a host object appearing wakes the pod at once)
 
 
-SERVICE = "service"  # host Services a pod needs: the vcluster's own, and the DNS Service
 DNS_SERVICE = ("kube-system", "kube-dns")  # the virtual cluster's DNS Service, synced to the host by vcluster
 NAMESPACE_INDEX = "namespace"
+RC_INDEX = "runtimeClassName"
 
 
 def _waiting_for(d: Dependency) -> str:
@@ -63,6 +71,36 @@ def _waiting_for(d: Dependency) -> str:
     if d.field == "spec.dnsPolicy":
         return f'the DNS service "{d.name}" to be synced to the host as "{d.host_name}"'
     return f'the vcluster service "{d.name}" (the virtual API server) to exist on the host'
+
+
+def _namespace_index(obj: Cached) -> list[str]:
+    ns = sub_field(obj, "metadata", "namespace")
+    return [ns] if isinstance(ns, str) else []
+
+
+def _rc_index(pod: Cached) -> list[str]:
+    rcn = sub_field(pod, "spec", "runtimeClassName")
+    return [rcn] if isinstance(rcn, str) and rcn else []
+
+
+def _host_rc_index(hpod: Cached) -> list[str]:
+    """Host pods by the runtime class their virtual pod named (finds orphans whose virtual pod is gone)."""
+    ann = (cached_field(hpod, "metadata") or {}).get("annotations")
+    rcn = ann.get(translate.VIRTUAL_RUNTIME_CLASS) if isinstance(ann, dict) else None
+    return [rcn] if isinstance(rcn, str) and rcn else []
+
+
+def _virtual_key_of_host_pod(hpod: Cached) -> list[str]:
+    key = translate.virtual_key_of_host_pod({"metadata": cached_field(hpod, "metadata")})
+    return [key] if key is not None else []
+
+
+def _pod_changed(old: Cached, new: Cached) -> bool:
+    """A virtual pod change the pod reconciler must look at (not just a status write)."""
+    # metadata besides identity is packed: labels, annotations (and owners, finalizers) compare encoded
+    return (not field_equal(old, new, "spec") or not rest_equal(old, new, "metadata")
+            or any(sub_field(old, "metadata", k) != sub_field(new, "metadata", k)
+                   for k in ("deletionTimestamp", "uid")))
 
 
 @dataclass
@@ -86,65 +124,126 @@ class BindingFailed(ReconcileError):
 
 
 class PodReconciler:
-    """Reconciles one virtual pod with its host pod.
+    """Reconciles one virtual pod with its host pod, reading the shared caches it declares (sources.py).
 
     Args:
-        config: the validated configuration (gate, forced runtimeClassName).
-        vcluster_name: the vcluster name (host pod names and the managed-by label).
-        host_namespace: where host pods are created (single-namespace mode).
-        virtual_pods: cache of virtual pods (key `ns/name`).
-        host_pods: cache of host pods in `host_namespace` carrying our managed-by label.
-        host_rcs: cache of host RuntimeClasses (key = name), for the gate.
+        config: the validated configuration (gate, forced runtimeClassName, token mode).
+        sources: the vcluster name and host namespace, and the views of both clusters read here.
         host, virtual: clients for the two clusters.
+        factory: the shared informers; the caches below come from it, and `watches` declares what wakes a pod.
         recorder: writes events on virtual pods.
         metrics: pods synced/refused counters.
-        host_objects: metadata caches of the host ConfigMaps, Secrets and PVCs in `host_namespace`, by
-            kind (`configmap`, `secret`, `persistentvolumeclaim`): a host pod is created only once the
-            objects it references exist; a kind without a cache is not waited for.
-        virtual_objects: metadata caches of the virtual ConfigMaps and Secrets, by kind: whether a
-            referenced object exists and carries the force-sync annotation.
-            `host_objects["service"]`, when given, caches the host Services in `host_namespace` (the
-            vcluster's Service and the DNS Service: their ClusterIPs; pods wait for them).
-        virtual_services: the virtual Services (indexed by namespace) for service-link variables.
-        tokens: the service-account token requests and Secrets (podtokens.py), the reconciler's I/O besides
-            its writes.
         policy: the runtime policy (behaviour.md section 6), None for none. It judges pods that are not yet on
-            the host: their class (or the namespace's default), the gate, and the handler list.
-        namespaces: the virtual namespaces (metadata), for the policy's selector entries.
+            the host: their class (or the namespace's default), the gate, and the handler list. With a policy
+            the virtual namespaces are watched (its selector entries read their labels).
         clock: how long a pod has waited for its host objects is measured on it (default the real one).
+
+    The caches: virtual pods (indexed by runtime class, and by namespace with a policy); this vcluster's host
+    pods (by the class their virtual pod named); host RuntimeClasses (the gate; an empty cache when the
+    feature is disabled, which never reads it); the host ConfigMaps, Secrets, PVCs and Services a host pod
+    needs (`host_objects`, by kind: it is created once they exist); the virtual ConfigMaps and Secrets it
+    may mark for vcluster (`virtual_objects`); the virtual Services (service links).
     """
 
-    def __init__(self, config: SyncerConfig, *, vcluster_name: str, host_namespace: str, virtual_pods: Store,
-                 host_pods: Store, host_rcs: Store, host: KubeClient, virtual: KubeClient, recorder: EventRecorder,
-                 metrics: Metrics, host_objects: Mapping[str, Store] | None = None,
-                 tokens: ServiceAccountTokens, virtual_objects: Mapping[str, Store] | None = None,
-                 virtual_services: Store | None = None, policy: Policy | None = None,
-                 namespaces: Store | None = None, clock: Clock | None = None) -> None:
+    def __init__(self, config: SyncerConfig, sources: Sources, *, host: KubeClient, virtual: KubeClient,
+                 factory: InformerFactory, recorder: EventRecorder, metrics: Metrics, policy: Policy | None = None,
+                 clock: Clock | None = None) -> None:
         self.config = config
+        self.sources = sources
+        self.vcluster_name = sources.vcluster_name
+        self.host_namespace = sources.host_namespace
         self.clock = clock or RealClock()
         self.policy = policy
-        self.namespaces = namespaces
-        self.vcluster_name = vcluster_name
-        self.host_namespace = host_namespace
-        self.virtual_pods = virtual_pods
-        self.host_pods = host_pods
-        self.host_rcs = host_rcs
         self.host = host
         self.virtual = virtual
         self.recorder = recorder
         self.metrics = metrics
+        self.virtual_pods = factory.store(sources.virtual_pods)
+        factory.index(sources.virtual_pods, RC_INDEX, _rc_index)
+        self.host_pods = factory.store(sources.host_pods)
+        factory.index(sources.host_pods, RC_INDEX, _host_rc_index)
+        self.host_rcs = factory.store(sources.host_rcs) if config.enabled else Store()
+        self.host_objects = {kind: factory.store(sources.host_objects(kind)) for kind in DEPENDENCY_RESOURCES}
+        self.virtual_objects = {kind: factory.store(sources.virtual_objects(kind)) for kind in FORCE_SYNC_RESOURCES}
+        self.virtual_services = factory.store(sources.virtual_services)
+        factory.index(sources.virtual_services, NAMESPACE_INDEX, _namespace_index)
+        self.namespaces: Store | None = None
+        if policy is not None:
+            self.namespaces = factory.store(sources.virtual_namespaces)
+            factory.index(sources.virtual_pods, NAMESPACE_INDEX, _namespace_index)
+        self.tokens = ServiceAccountTokens(virtual, host, host_namespace=self.host_namespace,
+                                           vcluster_name=self.vcluster_name, use_secrets=config.use_secrets_for_tokens,
+                                           host_secrets=self.host_objects[SECRET])
         self._skipped: dict[str, str] = {}  # malformed virtual pods already logged, by resourceVersion
         # pods whose host pod this process just created: key -> (virtual, host) resourceVersion then. The
         # reconcile the host pod's creation brings finds both unchanged and skips the comparison (it was made
         # by the create); popped by the next reconcile of the key, so it holds only creations in flight.
         self._created: dict[str, tuple[str, str]] = {}
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
-        self.host_objects = dict(host_objects or {})
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects, by key
-        self.virtual_objects = dict(virtual_objects or {})
-        self.tokens = tokens
-        self.virtual_services = virtual_services if virtual_services is not None else Store(
-            indexers={NAMESPACE_INDEX: lambda o: []})
+
+    # ------------------------------------------------------------------ what wakes a pod (the watches)
+
+    def watches(self, b: ControllerBuilder) -> ControllerBuilder:
+        """Declare the pod controller's watches (controller-runtime's For/Owns/Watches):
+
+        - for virtual pods (a change of spec, metadata or identity; not a status write alone);
+        - owns this vcluster's host pods (mapped to their virtual pod);
+        - watches host RuntimeClasses whose gate view changed (exists, being deleted, matches): the pods that
+          name them, the host pods synced with them, and every pod when it is a policy default;
+        - watches the host objects pods wait for, and the virtual ConfigMaps/Secrets they mark: the waiting pods;
+        - with a policy, watches virtual namespaces: their pods (a namespace's labels choose its entry).
+        A re-list of pods or RuntimeClasses enqueues every pod: a watch gap may have hidden any change.
+        """
+        s = self.sources
+        b.for_(s.virtual_pods, predicate=_pod_changed, relist=self.all_pod_keys)
+        b.owns(s.host_pods, _virtual_key_of_host_pod, relist=self.all_pod_keys)
+        if self.config.enabled:
+            b.watches(s.host_rcs, self._pods_of_runtime_class, predicate=self._gate_view_changed,
+                      relist=self.all_pod_keys)
+        for kind in DEPENDENCY_RESOURCES:
+            b.watches(s.host_objects(kind), functools.partial(self._waiting_for_host_object, kind), on_delete=False)
+        for kind in FORCE_SYNC_RESOURCES:
+            b.watches(s.virtual_objects(kind), functools.partial(self._waiting_for_virtual_object, kind),
+                      on_delete=False)
+        if self.namespaces is not None:
+            b.watches(s.virtual_namespaces, lambda ns: self.virtual_pods.keys_by_index(NAMESPACE_INDEX, object_key(ns)),
+                      on_delete=False)
+        return b
+
+    def all_pod_keys(self) -> list[str]:
+        """Every virtual pod's key, and the keys of the virtual pods of every host pod (orphans included)."""
+        keys = dict.fromkeys(self.virtual_pods.list_keys())
+        for hpod in self.host_pods.values():
+            keys.update(dict.fromkeys(_virtual_key_of_host_pod(hpod)))
+        return list(keys)
+
+    def _gate_view(self, rc: Cached | None) -> tuple[bool, bool, bool]:
+        if rc is None:
+            return (False, False, False)
+        return (True, bool(sub_field(rc, "metadata", "deletionTimestamp")), gate.runtime_class_matches(self.config, rc))
+
+    def _gate_view_changed(self, old: Cached, new: Cached) -> bool:
+        return self._gate_view(old) != self._gate_view(new)
+
+    def _pods_of_runtime_class(self, rc: Cached) -> list[str]:
+        name = object_key(rc)
+        if self.policy is not None and name in self.policy.defaults():  # pods that name no class may get it
+            return self.all_pod_keys()
+        keys = dict.fromkeys(self.virtual_pods.keys_by_index(RC_INDEX, name))
+        for hpod in self.host_pods.by_index(RC_INDEX, name):  # incl. orphans whose virtual pod is gone
+            keys.update(dict.fromkeys(_virtual_key_of_host_pod(hpod)))
+        return list(keys)
+
+    def _waiting_for_host_object(self, kind: str, obj: Cached) -> list[str]:
+        """A host ConfigMap/Secret/PVC/Service appeared or changed: the pods waiting for it."""
+        return self.pods_waiting_for(kind, (obj.get("metadata") or {}).get("name", ""))
+
+    def _waiting_for_virtual_object(self, kind: str, obj: Cached) -> list[str]:
+        """A virtual ConfigMap/Secret appeared or changed: the pods waiting for its host copy."""
+        meta = obj.get("metadata") or {}
+        return self.pods_waiting_for(kind, translate.host_pod_name(meta.get("name", ""), meta.get("namespace", ""),
+                                                                   self.vcluster_name))
 
     def host_key(self, namespace: str, name: str) -> str:
         """Cache key of the host pod for virtual pod `namespace/name`."""

@@ -22,12 +22,14 @@ from typing import Any
 
 from syncer.config.model import SyncerConfig
 from syncer.controllers.gate import runtime_class_matches
+from syncer.controllers.sources import Sources
 from syncer.controllers.translate import (
     is_controlled_by_other,
     runtime_class_shape_error,
     runtime_class_view,
     virtual_runtime_class,
 )
+from syncer.kube.builder import ControllerBuilder, own_key
 from syncer.kube.cache import Store
 from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import ApiError, KubeClient
@@ -65,6 +67,17 @@ class RuntimeClassReconciler:
         # classes this process just created: name -> (host, virtual) resourceVersion then. The reconcile the
         # creation brings finds both unchanged and has nothing to compare; popped by it (see reconcile).
         self._created: dict[str, tuple[str, str]] = {}
+
+    def watches(self, b: ControllerBuilder, sources: Sources) -> ControllerBuilder:
+        """Declare the RuntimeClass controller's watches: for virtual RuntimeClasses (a class made locally is
+        deleted, a deleted copy re-created) and host RuntimeClasses (every change, by name). A re-list of
+        either enqueues every name on both sides."""
+        def every_name() -> list[str]:
+            return list(dict.fromkeys([*self.host_rcs.list_keys(), *self.virtual_rcs.list_keys()]))
+
+        b.for_(sources.virtual_rcs, relist=every_name)
+        b.watches(sources.host_rcs, own_key, relist=every_name)
+        return b
 
     async def desired(self, name: str, actual: Obj | None, host: Obj | None = None) -> Obj | None:
         """The virtual RuntimeClass that should exist for `name` (patched), or None when none should.

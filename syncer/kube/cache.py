@@ -287,6 +287,18 @@ class Store:
     def __contains__(self, key: str) -> bool:
         return key in self._items
 
+    def add_indexer(self, name: str, fn: IndexFunc) -> None:
+        """Add index `name` (client-go's AddIndexers).
+
+        Raises:
+            ValueError: the store already holds objects, or has an index of that name.
+        """
+        if self._items or name in self._indexers:
+            raise ValueError(f"cannot add index {name!r}: " + ("it exists" if name in self._indexers else
+                                                                "the store is not empty"))
+        self._indexers = {**self._indexers, name: fn}
+        self._indexes[name] = {}
+
     def get(self, key: str) -> Cached | None:
         """The cached object for a key, or None, with its packed fields reduced to the sub-fields kept
         decoded. Treat it as read-only."""

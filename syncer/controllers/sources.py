@@ -1,0 +1,144 @@
+"""What the controllers cache, declared once: the views (`Source`) of each cluster they read, and how
+objects of each are slimmed (`slim_of`), so that caches keep only what reconcilers, handlers and indexes
+read (the rest of a kept field packed as compact JSON; see kube/cache.py).
+
+| source                                   | kept                                                     |
+|------------------------------------------|----------------------------------------------------------|
+| virtual pods                             | whole; identity, class, node and start time decoded      |
+| host pods (this vcluster's, by label)    | identity, labels, annotations, container names/images,   |
+|                                          | activeDeadlineSeconds, class, node, status               |
+| host and virtual RuntimeClasses          | whole; identity and labels decoded                       |
+| host/virtual ConfigMaps, Secrets, PVCs   | metadata only (server-side), then identity and the       |
+|                                          | force-sync annotation: no content enters the process     |
+| host and virtual Services                | identity, ClusterIP, ports                               |
+| virtual namespaces (runtime policy)      | metadata only; identity decoded                          |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from syncer.controllers import translate
+from syncer.controllers.podtranslate.references import CONFIGMAP, PVC, SECRET
+from syncer.kube.builder import Slim, Source
+from syncer.kube.resources import (
+    CONFIGMAPS,
+    NAMESPACES,
+    PODS,
+    PVCS,
+    RUNTIMECLASSES,
+    SECRETS,
+    SERVICES,
+    APIResource,
+)
+
+Obj = dict[str, Any]
+FORCE_SYNC = "vcluster.loft.sh/force-sync"
+SERVICE = "service"  # host Services a pod needs: the vcluster's own, and the DNS Service
+# the kinds of host object a pod may wait for, and the virtual ones it may mark for vcluster
+DEPENDENCY_RESOURCES: dict[str, APIResource] = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS, PVC: PVCS, SERVICE: SERVICES}
+FORCE_SYNC_RESOURCES: dict[str, APIResource] = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS}
+
+# What event handlers and indexes read of a cached object without decoding it; the rest stays packed.
+IDENTITY = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+POD_PACKED = {"metadata": IDENTITY, "spec": ("runtimeClassName", "nodeName"), "status": ("startTime",)}
+RC_PACKED = {"metadata": (*IDENTITY, "labels"), "overhead": (), "scheduling": ()}
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The views the controllers of vcluster `vcluster_name` read; host pods and the host objects they
+    reference live in `host_namespace` (single-namespace mode)."""
+
+    host_namespace: str
+    vcluster_name: str
+
+    @property
+    def virtual_pods(self) -> Source:
+        """Every virtual pod."""
+        return Source("virtual", PODS)
+
+    @property
+    def host_pods(self) -> Source:
+        """The host pods this vcluster manages (its managed-by label)."""
+        return Source("host", PODS, self.host_namespace, f"{translate.MANAGED_BY}={self.vcluster_name}")
+
+    @property
+    def host_rcs(self) -> Source:
+        """Host RuntimeClasses."""
+        return Source("host", RUNTIMECLASSES)
+
+    @property
+    def virtual_rcs(self) -> Source:
+        """Virtual RuntimeClasses."""
+        return Source("virtual", RUNTIMECLASSES)
+
+    def host_objects(self, kind: str) -> Source:
+        """Host objects of `kind` (DEPENDENCY_RESOURCES) in the host namespace; metadata only but Services."""
+        return Source("host", DEPENDENCY_RESOURCES[kind], self.host_namespace, metadata_only=kind != SERVICE)
+
+    def virtual_objects(self, kind: str) -> Source:
+        """Virtual ConfigMaps or Secrets (FORCE_SYNC_RESOURCES), metadata only."""
+        return Source("virtual", FORCE_SYNC_RESOURCES[kind], metadata_only=True)
+
+    @property
+    def virtual_services(self) -> Source:
+        """Virtual Services (service-link variables)."""
+        return Source("virtual", SERVICES)
+
+    @property
+    def virtual_namespaces(self) -> Source:
+        """Virtual namespaces, metadata only (the runtime policy's selector entries read their labels)."""
+        return Source("virtual", NAMESPACES, metadata_only=True)
+
+
+def slim_of(source: Source) -> Slim:
+    """How objects of `source` are cached (the table in this module's docstring)."""
+    r = source.resource
+    if r is PODS:
+        return Slim(keep=_host_pod if source.cluster == "host" else None, packed=POD_PACKED)
+    if r is RUNTIMECLASSES:
+        return Slim(packed=RC_PACKED)
+    if r is SERVICES:
+        return Slim(keep=_service)
+    if r is NAMESPACES:
+        return Slim(packed={"metadata": IDENTITY})
+    return Slim(keep=_identity_and_force_sync)
+
+
+def _host_pod(obj: Obj) -> Obj:
+    """Keep only what the pod reconciler reads of a host pod."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    keep_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels", "annotations",
+                                      "deletionTimestamp") if k in meta}
+    keep_spec: Obj = {f: [{"name": c.get("name"), "image": c.get("image")} for c in spec.get(f) or []
+                          if isinstance(c, dict)] for f in ("containers", "initContainers")}
+    for k in ("activeDeadlineSeconds", "runtimeClassName", "nodeName"):
+        if k in spec:
+            keep_spec[k] = spec[k]
+    out: Obj = {"metadata": keep_meta, "spec": keep_spec}
+    if "status" in obj:
+        out["status"] = obj["status"]
+    return out
+
+
+def _identity_and_force_sync(obj: Obj) -> Obj:
+    """Keep only what is read of an object a pod references: its identity, and the force-sync annotation."""
+    meta = obj.get("metadata") or {}
+    out = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta}
+    ann = meta.get("annotations")
+    if isinstance(ann, dict) and FORCE_SYNC in ann:
+        out["annotations"] = {FORCE_SYNC: ann[FORCE_SYNC]}
+    return {"metadata": out}
+
+
+def _service(obj: Obj) -> Obj:
+    """Keep what the translation reads of a Service: its identity, ClusterIP and ports."""
+    out = _identity_and_force_sync(obj)
+    spec = obj.get("spec") or {}
+    out["spec"] = {"clusterIP": spec.get("clusterIP"),
+                   "ports": [{k: p[k] for k in ("name", "port", "protocol") if k in p}
+                             for p in spec.get("ports") or [] if isinstance(p, dict)]}
+    return out

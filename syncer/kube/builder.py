@@ -1,0 +1,179 @@
+"""Controllers declare what they watch; one shared informer serves each (cluster, resource) view.
+
+In controller-runtime's terms (`pkg/builder`): a controller is built `For` the object it reconciles,
+`Owns` the objects it creates, and `Watches` others, each with predicates and a map from a changed object to
+the keys to reconcile (`EnqueueRequestsFromMapFunc`). The manager's cache (client-go's
+`SharedInformerFactory`) keeps one informer per (cluster, resource, namespace, label selector, metadata-only)
+however many controllers read it. Here:
+
+- `Source` names one such view; `InformerFactory.store(source)` gives its shared cache, created on first
+  use as the factory's one declaration of caches says (`slims(source)` -> `Slim`); `index` adds an index.
+- `Watch` is one declaration: a source, the map to keys, the update predicate, whether deletions count,
+  and what a re-list enqueues.
+- `ControllerBuilder` collects a controller's watches (`for_`, `owns`, `watches`); the manager wires each
+  to the controller's queue (`wire`) and holds no rule of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncer.kube.cache import Cached, IndexFunc, Store, Transform, object_key
+from syncer.kube.client import KubeClient
+from syncer.kube.informer import Handlers, Informer
+from syncer.kube.resources import APIResource
+from syncer.kube.workqueue import WorkQueue
+
+
+@dataclass(frozen=True)
+class Source:
+    """One view of one resource on one cluster (`host` or `virtual`): optionally one namespace, a label
+    selector, and metadata only (`PartialObjectMetadata`: no content, e.g. of Secrets, enters the process)."""
+
+    cluster: str
+    resource: APIResource
+    namespace: str | None = None
+    label_selector: str | None = None
+    metadata_only: bool = False
+
+
+@dataclass(frozen=True)
+class Slim:
+    """How objects of a source are cached, declared once per source: `keep` drops what no reader needs
+    (a function of the object; default: only managedFields), `packed` keeps the rest compact (top-level field
+    -> the sub-fields left decoded for handlers and indexes; see cache.Layout)."""
+
+    keep: Transform | None = None
+    packed: Mapping[str, tuple[str, ...]] | None = None
+
+
+Keys = Callable[[Cached], Iterable[str]]
+Predicate = Callable[[Cached, Cached], bool]
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One watch of a controller.
+
+    Attributes:
+        source: what is watched.
+        keys: the keys to reconcile for a changed object.
+        predicate: for an update, whether it matters (old, new); None: every update.
+        on_delete: whether a deletion enqueues `keys(deleted object)`.
+        relist: the keys to enqueue after the source re-listed (a watch gap may have hidden changes);
+            None: `keys` of every cached object.
+        role: `for`, `owns` or `watches` (how controller-runtime would name it; for logs and docs).
+    """
+
+    source: Source
+    keys: Keys
+    predicate: Predicate | None = None
+    on_delete: bool = True
+    relist: Callable[[], Iterable[str]] | None = None
+    role: str = "watches"
+
+
+def own_key(obj: Cached) -> list[str]:
+    """The object's own key (`namespace/name`, or `name`): the map of a `for_` watch."""
+    return [object_key(obj)]
+
+
+@dataclass
+class ControllerBuilder:
+    """Collects the watches of controller `name` (controller-runtime's builder)."""
+
+    name: str
+    watch_list: list[Watch] = field(default_factory=list)
+
+    def for_(self, source: Source, *, predicate: Predicate | None = None,
+             relist: Callable[[], Iterable[str]] | None = None) -> ControllerBuilder:
+        """Reconcile the objects of `source` themselves (their own keys)."""
+        self.watch_list.append(Watch(source, own_key, predicate, True, relist, "for"))
+        return self
+
+    def owns(self, source: Source, keys: Keys, *, predicate: Predicate | None = None,
+             relist: Callable[[], Iterable[str]] | None = None) -> ControllerBuilder:
+        """Objects this controller creates; a change reconciles their owner (`keys` maps to it)."""
+        self.watch_list.append(Watch(source, keys, predicate, True, relist, "owns"))
+        return self
+
+    def watches(self, source: Source, keys: Keys, *, predicate: Predicate | None = None, on_delete: bool = True,
+                relist: Callable[[], Iterable[str]] | None = None) -> ControllerBuilder:
+        """Other objects whose changes matter to the keys `keys` maps them to."""
+        self.watch_list.append(Watch(source, keys, predicate, on_delete, relist, "watches"))
+        return self
+
+
+class InformerFactory:
+    """One shared informer and cache per `Source` (client-go's SharedInformerFactory).
+
+    Args:
+        clients: `host` and `virtual` clients.
+        slims: how objects of a source are cached (one declaration for every source; default: whole).
+        watch_timeout: seconds a watch stays open before it is renewed.
+    """
+
+    def __init__(self, clients: Mapping[str, KubeClient], slims: Callable[[Source], Slim] | None = None,
+                 watch_timeout: int = 300) -> None:
+        self.clients = clients
+        self.slims = slims or (lambda _: Slim())
+        self.watch_timeout = watch_timeout
+        self._informers: dict[Source, Informer] = {}
+
+    def informer(self, source: Source) -> Informer:
+        """The shared informer of `source`, created on first use with the cache `slims(source)` declares."""
+        known = self._informers.get(source)
+        if known is not None:
+            return known
+        slim = self.slims(source)
+        store = Store(transform=slim.keep, packed=slim.packed)
+        inf = Informer(self.clients[source.cluster], source.resource, store, namespace=source.namespace,
+                       label_selector=source.label_selector, watch_timeout=self.watch_timeout,
+                       metadata_only=source.metadata_only)
+        self._informers[source] = inf
+        return inf
+
+    def store(self, source: Source) -> Store:
+        """The shared cache of `source` (see `informer`)."""
+        return self.informer(source).store
+
+    def index(self, source: Source, name: str, fn: IndexFunc) -> None:
+        """Add index `name` to the cache of `source` (before its informer starts)."""
+        self.store(source).add_indexer(name, fn)
+
+    @property
+    def informers(self) -> list[Informer]:
+        """Every informer created, in creation order."""
+        return list(self._informers.values())
+
+
+def wire(factory: InformerFactory, queue: WorkQueue, watches: Iterable[Watch]) -> None:
+    """Connect each watch's informer to `queue`: added, updated (when the predicate holds) and, with
+    `on_delete`, deleted objects put `keys(object)` on the queue; a re-list puts `relist()` (default: the
+    keys of every cached object)."""
+    for w in watches:
+        inf = factory.informer(w.source)
+        inf.add_handlers(_handlers(inf, queue, w))
+
+
+def _handlers(inf: Informer, queue: WorkQueue, w: Watch) -> Handlers:
+    def add(obj: Any) -> None:
+        for key in w.keys(obj):
+            queue.add(key)
+
+    def update(old: Any, new: Any) -> None:
+        if w.predicate is None or w.predicate(old, new):
+            add(new)
+
+    def relisted() -> None:
+        if w.relist is not None:
+            for key in w.relist():
+                queue.add(key)
+        else:
+            for obj in inf.store.values():
+                add(obj)
+
+    return Handlers(on_add=add, on_update=update, on_delete=add if w.on_delete else lambda _: None,
+                    on_relist=relisted)

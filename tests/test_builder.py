@@ -1,0 +1,85 @@
+"""Controllers declare their watches; the manager shares one informer per (cluster, resource) view
+(syncer/kube/builder.py, controllers/sources.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from syncer.config.model import parse_config
+from syncer.controllers.sources import Sources, slim_of
+from syncer.kube.builder import ControllerBuilder, InformerFactory, Source, own_key
+from syncer.kube.cache import Store
+from syncer.kube.resources import CONFIGMAPS, PODS, RUNTIMECLASSES, SECRETS, SERVICES
+from syncer.manager import Options, Syncer
+
+Obj = dict[str, Any]
+
+
+class NoClient:
+    """Stands for a cluster's client: building informers sends no request."""
+
+    cluster = "host"
+
+
+def test_one_informer_per_view_however_many_controllers_read_it() -> None:
+    factory = InformerFactory({"host": NoClient(), "virtual": NoClient()})  # type: ignore[dict-item]
+    rcs = Source("host", RUNTIMECLASSES)
+    assert factory.store(rcs) is factory.store(Source("host", RUNTIMECLASSES))
+    assert factory.store(Source("host", PODS, "ns")) is not factory.store(Source("host", PODS, "other"))
+    assert len(factory.informers) == 3
+
+
+def test_indexes_are_added_before_objects_arrive() -> None:
+    store = Store()
+    store.add_indexer("by-label", lambda o: [])
+    with pytest.raises(ValueError, match="it exists"):
+        store.add_indexer("by-label", lambda o: [])
+    store.upsert({"metadata": {"name": "a"}})
+    with pytest.raises(ValueError, match="not empty"):
+        store.add_indexer("late", lambda o: [])
+
+
+def test_the_builder_records_for_owns_and_watches_in_order() -> None:
+    src = Source("virtual", PODS)
+    b = ControllerBuilder("pod").for_(src).owns(Source("host", PODS), lambda o: ["x"]).watches(
+        Source("host", SECRETS, metadata_only=True), lambda o: [], on_delete=False)
+    assert [(w.role, w.source.resource.plural, w.on_delete) for w in b.watch_list] == [
+        ("for", "pods", True), ("owns", "pods", True), ("watches", "secrets", False)]
+    assert b.watch_list[0].keys is own_key
+
+
+def test_secrets_and_configmaps_are_cached_as_metadata_without_content() -> None:
+    # behaviour.md section 3.1: no ConfigMap or Secret content enters the process; only identity and the
+    # force-sync annotation are read
+    s = Sources("vc-ns", "vc")
+    for kind in ("configmap", "secret"):
+        assert s.host_objects(kind).metadata_only and s.virtual_objects(kind).metadata_only
+    slim = slim_of(s.host_objects("secret"))
+    assert slim.keep is not None
+    kept = slim.keep({"metadata": {"name": "db", "namespace": "vc-ns", "uid": "u", "resourceVersion": "3",
+                                   "labels": {"a": "b"}, "annotations": {"vcluster.loft.sh/force-sync": "true",
+                                                                         "other": "x"}},
+                      "data": {"password": "c2VjcmV0"}})
+    assert kept == {"metadata": {"name": "db", "namespace": "vc-ns", "uid": "u", "resourceVersion": "3",
+                                 "annotations": {"vcluster.loft.sh/force-sync": "true"}}}
+    assert s.host_objects("service").resource is SERVICES and not s.host_objects("service").metadata_only
+    assert s.host_objects("configmap").resource is CONFIGMAPS
+
+
+@pytest.mark.parametrize(("enabled", "views"), [
+    # the pod controller's views, and RuntimeClasses (both controllers' one view each) with the feature on
+    (False, {"virtual/pods", "host/pods", "host/configmaps", "host/secrets", "host/persistentvolumeclaims",
+                    "host/services", "virtual/configmaps", "virtual/secrets", "virtual/services"}),
+    (True, {"virtual/pods", "host/pods", "host/configmaps", "host/secrets", "host/persistentvolumeclaims",
+                   "host/services", "virtual/configmaps", "virtual/secrets", "virtual/services",
+                   "host/runtimeclasses.node.k8s.io", "virtual/runtimeclasses.node.k8s.io"}),
+])
+def test_the_manager_builds_one_informer_per_declared_view(enabled: bool, views: set[str]) -> None:
+    config = parse_config({"sync": {"fromHost": {"runtimeClasses": {"enabled": enabled}}}})
+    host, virtual = NoClient(), NoClient()
+    virtual.cluster = "virtual"  # type: ignore[misc]
+    syncer = Syncer(config, host, virtual, Options("vc", "vc-ns"))  # type: ignore[arg-type]
+    names = [i.name for i in syncer.informers]
+    assert len(names) == len(set(names)) and set(names) == views
