@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint soak bench bench-check image image-check clean
+.PHONY: demo test lint soak bench bench-check image image-check mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check syncer kubesim tests bench
+	$(BIN)/ruff check syncer kubesim tests bench tools
 	$(BIN)/mypy
 
 # Every benchmark against its floor (about 20 minutes: the memory benchmark churns for 10): one table,
@@ -32,6 +32,12 @@ bench: $(STAMP)
 # from bench/baseline-quick.json.
 bench-check: $(STAMP)
 	$(BIN)/python -m bench.run --quick --out bench/results-quick --check bench/baseline-quick.json
+
+# Mutation testing (about 30 minutes; not part of CI): mutmut over the pure modules with their unit tests, then
+# the listed mutations of integration paths; prints caught/missed and the score (README "Mutation testing").
+mutate: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[mutate]'
+	$(BIN)/python tools/mutate.py
 
 soak: $(STAMP)
 	$(BIN)/python bench/convergence.py
