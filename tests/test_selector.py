@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from syncer.config.selector import SelectorError, from_label_selector, parse
+from syncer.config.selector import (
+    SelectorError,
+    from_label_selector,
+    label_selector_errors,
+    label_value_errors,
+    parse,
+    qualified_name_errors,
+)
 
 
 @pytest.mark.parametrize(("selector", "labels", "expected"), [
@@ -105,3 +112,60 @@ def test_string_form_round_trips() -> None:
 def test_string_form_syntax_error() -> None:
     with pytest.raises(SelectorError):
         parse("a in x")
+
+
+# apimachinery's pkg/util/validation (IsQualifiedName, IsValidLabelValue) and RegexError's wording, whole
+NAME_RE = "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'"
+NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+            f"character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is {NAME_RE})")
+SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+                 "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation "
+                 "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+             "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+             "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+
+@pytest.mark.parametrize(("key", "errors"), [
+    ("", ["name part must be non-empty"]),
+    ("a" * 63, []),
+    ("a" * 64, ["name part must be no more than 63 characters"]),
+    ("/a", ["prefix part must be non-empty"]),
+    ("Ex.com/a", [f"prefix part {SUBDOMAIN_MSG}"]),
+    ("a" * 253 + "/b", []),
+    ("a" * 254 + "/b", ["prefix part must be no more than 253 characters"]),
+    ("a/b/c", [f"a qualified name {NAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. "
+               "'example.com/MyName')"]),
+    ("-a", [f"name part {NAME_MSG}"]),
+    ("example.com/", ["name part must be non-empty"]),
+    ("ok.io/x_y.Z-1", []),
+], ids=[f"key{i}" for i in range(11)])
+def test_label_key_messages(key: str, errors: list[str]) -> None:
+    assert qualified_name_errors(key) == errors
+
+
+@pytest.mark.parametrize(("value", "errors"), [
+    ("", []), ("a" * 63, []), ("a" * 64, ["must be no more than 63 characters"]),
+    ("-a", [VALUE_MSG]), ("a b", [VALUE_MSG]), ("A_b.c-9", []),
+], ids=[f"value{i}" for i in range(6)])
+def test_label_value_messages(value: str, errors: list[str]) -> None:
+    assert label_value_errors(value) == errors
+
+
+def test_selector_errors_in_order_with_their_whole_messages() -> None:
+    errors = label_selector_errors({"matchLabels": {"a": "b", "Bad Key": "x", "k": "-v"}, "matchExpressions": [
+        {"key": "k", "operator": "Foo", "values": []}, {"key": "k", "operator": "In", "values": []},
+        {"key": "k", "operator": "NotIn"}, {"key": "k", "operator": "Exists", "values": ["x"]},
+        {"key": "k", "operator": "DoesNotExist", "values": ["x"]}, {"key": "Bad Key", "operator": "Exists"},
+        {"key": "k", "operator": "In", "values": ["-x"]}]})
+    assert [str(e) for e in errors] == [
+        f'invalid label key "Bad Key": name part {NAME_MSG}',
+        f'invalid label value: "-v": at key: "k": {VALUE_MSG}',
+        '"Foo" is not a valid label selector operator',
+        "for 'in', 'notin' operators, values set can't be empty",
+        "for 'in', 'notin' operators, values set can't be empty",
+        "values set must be empty for exists and does not exist",
+        "values set must be empty for exists and does not exist",
+        f'invalid label key "Bad Key": name part {NAME_MSG}',
+        f'invalid label value: "-x": at key: "k": {VALUE_MSG}',
+    ]

@@ -4,6 +4,7 @@ the virtual key of a host pod, the controlled-by fence and the shape checks."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -11,8 +12,11 @@ import pytest
 from syncer.config.model import parse_config
 from syncer.controllers import gate
 from syncer.controllers.translate import (
+    ClusterView,
+    host_pod_and_dependencies,
     host_pod_update,
     is_controlled_by_other,
+    pod_shape_error,
     runtime_class_shape_error,
     runtime_class_view,
     status_update,
@@ -175,3 +179,135 @@ def test_runtime_class_matches(labels: Any, matches: bool) -> None:
 def test_an_empty_selector_matches_every_class_even_without_labels() -> None:
     everything = parse_config({"sync": {"fromHost": {"runtimeClasses": {"enabled": True}}}})
     assert gate.runtime_class_matches(everything, {"metadata": {"name": "x"}}) is True
+
+
+# behaviour.md section 3, "The gate": the decision and its exact SyncWarning text.
+SELECTOR = "'sync.fromHost.runtimeClasses.selector'"
+
+
+@pytest.mark.parametrize(("config", "rc_name", "host_rc", "message"), [
+    (DEV, "", None, ""),  # no class: passes
+    (DEV, "gvisor", {"metadata": {"name": "gvisor", "labels": {"environment": "development"}}}, ""),
+    (DEV, "gvisor", None, 'did not sync pod "web" to host because the runtime class "gvisor" couldn\'t be reached in '
+                          'the host: runtimeclasses.node.k8s.io "gvisor" not found'),
+    (DEV, "gvisor", {"metadata": {"name": "gvisor", "labels": {"environment": "development"},
+                                  "deletionTimestamp": "2026-11-24T08:00:00Z"}},
+     'did not sync pod "web" to host because the runtime class "gvisor" couldn\'t be reached in the host: runtime '
+     "class is being deleted"),
+    (DEV, "gvisor", {"metadata": {"name": "gvisor", "labels": {"environment": ["development"]}}},
+     'did not sync pod "web" to host because the runtime class "gvisor" in the host could not be checked against '
+     f"the selector under {SELECTOR}: metadata.labels is not a map of strings"),
+    (DEV, "gvisor", {"metadata": {"name": "gvisor", "labels": {"environment": "production"}}},
+     f'did not sync pod "web" to host because the runtime class "gvisor" in the host does not match the selector '
+     f"under {SELECTOR}"),
+    (DEV, "gvisor", {"metadata": {"name": "gvisor"}},
+     f'did not sync pod "web" to host because the runtime class "gvisor" in the host does not match the selector '
+     f"under {SELECTOR}"),
+    # the feature disabled, or an empty selector: every pod passes, whatever the class
+    (parse_config({}), "gvisor", None, ""),
+    (parse_config({"sync": {"fromHost": {"runtimeClasses": {"enabled": True}}}}), "missing", None, ""),
+], ids=[f"gate{i}" for i in range(9)])
+def test_the_gate_decides_with_the_contracts_words(config: Any, rc_name: str, host_rc: Obj | None,
+                                                   message: str) -> None:
+    d = gate.evaluate(config, "web", rc_name, host_rc)
+    assert (d.allowed, d.message, d.runtime_class) == (message == "", message, rc_name)
+    if message:
+        assert d.reason == message.removeprefix('did not sync pod "web" to host because ')
+    else:
+        assert d.reason == "" and d.refusal is None
+
+
+@pytest.mark.parametrize(("pod", "problem"), [
+    ({"metadata": "x", "spec": {}}, "metadata.name and metadata.namespace must be strings"),
+    ({"metadata": {"name": "a"}, "spec": {}}, "metadata.name and metadata.namespace must be strings"),
+    ({"metadata": {"name": 1, "namespace": "n"}, "spec": {}}, "metadata.name and metadata.namespace must be strings"),
+    ({"metadata": {"name": "a", "namespace": "n", "labels": []}, "spec": {}}, "metadata.labels is not an object"),
+    ({"metadata": {"name": "a", "namespace": "n", "annotations": "x"}, "spec": {}},
+     "metadata.annotations is not an object"),
+    ({"metadata": {"name": "a", "namespace": "n"}}, "spec is not an object"),
+    ({"metadata": {"name": "a", "namespace": "n"}, "spec": []}, "spec is not an object"),
+    ({"metadata": {"name": "a", "namespace": "n"}, "spec": {"containers": {}}},
+     "spec.containers is not a list of objects"),
+    ({"metadata": {"name": "a", "namespace": "n"}, "spec": {"initContainers": ["x"]}},
+     "spec.initContainers is not a list of objects"),
+    ({"metadata": {"name": "a", "namespace": "n"}, "spec": {"ephemeralContainers": [1]}},
+     "spec.ephemeralContainers is not a list of objects"),
+    ({"metadata": {"name": "a", "namespace": "n"}, "spec": {"volumes": "v"}}, "spec.volumes is not a list of objects"),
+    ({"metadata": {"name": "a", "namespace": "n"}, "spec": {"runtimeClassName": 5}},
+     "spec.runtimeClassName is not a string"),
+    ({"metadata": {"name": "a", "namespace": "n", "labels": None, "annotations": None},
+      "spec": {"containers": [{}], "volumes": None, "runtimeClassName": None}}, None),
+], ids=[f"shape{i}" for i in range(13)])
+def test_pod_shapes(pod: Obj, problem: str | None) -> None:
+    assert pod_shape_error(pod) == problem
+
+
+VPOD: Obj = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "web.v2", "namespace": "team", "uid": "u-1", "resourceVersion": "9",
+                 "labels": {"app": "web"}, "annotations": {"note": "x"}},
+    "spec": {"serviceAccountName": "builder", "serviceAccount": "builder", "priority": 1000,
+             "priorityClassName": "high", "overhead": {"cpu": "10m"}, "runtimeClassName": "gvisor",
+             "enableServiceLinks": True,
+             "containers": [{"name": "app", "image": "nginx:1.27",
+                             "env": [{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                             "volumeMounts": [{"name": "cfg", "mountPath": "/etc/app"}]}],
+             "volumes": [{"name": "cfg", "configMap": {"name": "app-config"}}]},
+}
+KUBE_ENV = [{"name": k, "value": v} for k, v in sorted({
+    "KUBERNETES_PORT": "tcp://10.96.0.5:443", "KUBERNETES_PORT_443_TCP": "tcp://10.96.0.5:443",
+    "KUBERNETES_PORT_443_TCP_ADDR": "10.96.0.5", "KUBERNETES_PORT_443_TCP_PORT": "443",
+    "KUBERNETES_PORT_443_TCP_PROTO": "tcp", "KUBERNETES_SERVICE_HOST": "10.96.0.5", "KUBERNETES_SERVICE_PORT": "443",
+    "KUBERNETES_SERVICE_PORT_HTTPS": "443", "DB_SERVICE_HOST": "10.96.0.9", "DB_SERVICE_PORT": "5432",
+    "DB_PORT": "tcp://10.96.0.9:5432", "DB_PORT_5432_TCP": "tcp://10.96.0.9:5432",
+    "DB_PORT_5432_TCP_PROTO": "tcp", "DB_PORT_5432_TCP_PORT": "5432", "DB_PORT_5432_TCP_ADDR": "10.96.0.9"}.items())]
+
+
+def test_the_whole_host_pod_of_a_workload() -> None:
+    # behaviour.md section 3 (host name and metadata) and 3.1 (references, identity, DNS, environment, downward
+    # API), vcluster's single-namespace translation; every field written out
+    view = ClusterView("10.96.0.5", "10.96.0.10",
+                       [{"metadata": {"name": "db"}, "spec": {"clusterIP": "10.96.0.9", "ports": [{"port": 5432}]}}],
+                       "vc-workload-vc")
+    vpod = copy.deepcopy(VPOD)
+    hpod, deps = host_pod_and_dependencies(vpod, vcluster_name="vc", host_namespace="vc-ns", cluster=view)
+    assert vpod == VPOD  # the virtual pod is not changed
+    assert hpod == {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": "web.v2-x-team-x-vc", "namespace": "vc-ns",
+            "labels": {"app": "web", "vcluster.loft.sh/managed-by": "vc", "vcluster.loft.sh/namespace": "team"},
+            "annotations": {
+                "note": "x", "vcluster.loft.sh/object-name": "web.v2", "vcluster.loft.sh/object-namespace": "team",
+                "vcluster.loft.sh/object-uid": "u-1", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
+                "runtimeclass-syncer.io/virtual-runtime-class": "gvisor",
+                "vcluster.loft.sh/name": "web.v2", "vcluster.loft.sh/namespace": "team", "vcluster.loft.sh/uid": "u-1",
+                "vcluster.loft.sh/service-account-name": "builder", "vcluster.loft.sh/labels": 'app="web"'}},
+        "spec": {
+            "runtimeClassName": "gvisor", "enableServiceLinks": False, "automountServiceAccountToken": False,
+            "hostname": "web-v2", "serviceAccountName": "vc-workload-vc", "dnsPolicy": "None",
+            "dnsConfig": {"nameservers": ["10.96.0.10"],
+                          "searches": ["team.svc.cluster.local", "svc.cluster.local", "cluster.local"],
+                          "options": [{"name": "ndots", "value": "5"}]},
+            "hostAliases": [{"ip": "10.96.0.5", "hostnames": ["kubernetes.default.svc.cluster.local", "kubernetes",
+                                                              "kubernetes.default", "kubernetes.default.svc"]}],
+            "containers": [{"name": "app", "image": "nginx:1.27", "env": [*KUBE_ENV, {"name": "POD", "valueFrom": {
+                "fieldRef": {"fieldPath": "metadata.annotations['vcluster.loft.sh/name']"}}}],
+                "volumeMounts": [{"name": "cfg", "mountPath": "/etc/app"}]}],
+            "volumes": [{"name": "cfg", "configMap": {"name": "app-config-x-team-x-vc"}}]},
+    }
+    assert [(d.kind, d.name, d.host_name, d.optional, d.field) for d in deps] == [
+        ("configmap", "app-config", "app-config-x-team-x-vc", False, "spec.volumes[0].configMap.name")]
+
+
+def test_a_forced_class_and_no_cluster_view() -> None:
+    # sync.toHost.pods.runtimeClassName wins on the host; the virtual pod's own class is remembered; a pod
+    # without labels, annotations or a class of its own; its own hostname is kept
+    vpod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"hostname": "mine", "containers": []}}
+    hpod = host_pod_and_dependencies(vpod, vcluster_name="vc", host_namespace="h", forced_runtime_class="kata")[0]
+    assert hpod["metadata"]["labels"] == {"vcluster.loft.sh/managed-by": "vc", "vcluster.loft.sh/namespace": "ns"}
+    assert hpod["metadata"]["annotations"] == {
+        "vcluster.loft.sh/object-name": "p", "vcluster.loft.sh/object-namespace": "ns",
+        "vcluster.loft.sh/object-uid": "", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod"}
+    assert hpod["spec"] == {"hostname": "mine", "containers": [], "automountServiceAccountToken": False,
+                            "runtimeClassName": "kata"}
