@@ -94,3 +94,32 @@ def test_identity_annotations_hold_the_virtual_values() -> None:
     assert identity_annotations(vpod) == {
         "vcluster.loft.sh/name": "web", "vcluster.loft.sh/namespace": "team", "vcluster.loft.sh/uid": "u-1",
         "vcluster.loft.sh/service-account-name": "builder", "vcluster.loft.sh/labels": 'a="x\\"y"\nb="2"'}
+
+
+def test_service_links_the_kubelets_way_for_udp_ipv6_and_services_without_ports() -> None:
+    # kubelet envvars.go: the protocol lower-cased in URLs and _PROTO, an IPv6 address in brackets; a
+    # Service without a ClusterIP or ports gives nothing, and the Services after it still do
+    services = [{"metadata": {"name": "no-ports"}, "spec": {"clusterIP": "10.0.0.7", "ports": []}},
+                {"metadata": {"name": "no-ip"}, "spec": {"ports": [{"port": 1}]}},
+                {"metadata": {"name": "dns"}, "spec": {"clusterIP": "fd00::a", "ports": [
+                    {"name": "dns-udp", "port": 53, "protocol": "UDP"}]}}]
+    env = service_environment(services, True, "10.0.0.1")
+    assert {k: v for k, v in env.items() if not k.startswith("KUBERNETES")} == {
+        "DNS_SERVICE_HOST": "fd00::a", "DNS_SERVICE_PORT": "53", "DNS_SERVICE_PORT_DNS_UDP": "53",
+        "DNS_PORT": "udp://[fd00::a]:53", "DNS_PORT_53_UDP": "udp://[fd00::a]:53", "DNS_PORT_53_UDP_PROTO": "udp",
+        "DNS_PORT_53_UDP_PORT": "53", "DNS_PORT_53_UDP_ADDR": "fd00::a"}
+    assert {k: v for k, v in env.items() if k.startswith("KUBERNETES")} == {
+        "KUBERNETES_PORT": "tcp://10.0.0.1:443", "KUBERNETES_PORT_443_TCP": "tcp://10.0.0.1:443",
+        "KUBERNETES_PORT_443_TCP_ADDR": "10.0.0.1", "KUBERNETES_PORT_443_TCP_PORT": "443",
+        "KUBERNETES_PORT_443_TCP_PROTO": "tcp", "KUBERNETES_SERVICE_HOST": "10.0.0.1",
+        "KUBERNETES_SERVICE_PORT": "443", "KUBERNETES_SERVICE_PORT_HTTPS": "443"}
+
+
+def test_every_kind_of_container_gets_the_environment_and_host_aliases_are_kept() -> None:
+    spec: Obj = {"containers": ["not a container", {"name": "a"}], "ephemeralContainers": [{"name": "debug"}],
+                 "hostAliases": [{"ip": "1.2.3.4", "hostnames": ["mine"]}]}
+    add_environment(spec, {"X": "1"}, "10.0.0.1")
+    assert spec["containers"] == ["not a container", {"name": "a", "env": [{"name": "X", "value": "1"}]}]
+    assert spec["ephemeralContainers"] == [{"name": "debug", "env": [{"name": "X", "value": "1"}]}]
+    assert spec["hostAliases"] == [{"ip": "1.2.3.4", "hostnames": ["mine"]}, {"ip": "10.0.0.1", "hostnames": [
+        "kubernetes.default.svc.cluster.local", "kubernetes", "kubernetes.default", "kubernetes.default.svc"]}]

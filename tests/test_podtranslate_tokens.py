@@ -53,3 +53,16 @@ def test_secret_mode() -> None:
     assert ann == {} and data == {"kube-api-access-abcde": "t1", "vault": "t2"}
     assert spec["volumes"][0]["projected"]["sources"][0] == {"secret": {"name": "web-sa-token-x-ns-x-vc", "items": [
         {"key": "kube-api-access-abcde", "path": "token", "mode": 0o644}]}}
+
+
+def test_the_whole_token_request_and_the_sources_found() -> None:
+    # authentication.k8s.io/v1 TokenRequest, bound to the virtual pod (vcluster's translateProjectedVolume)
+    spec: Obj = {"volumes": ["junk", {"name": "x", "projected": {"sources": [
+        "junk", {"configMap": {"name": "c"}}, {"serviceAccountToken": {}},
+        {"serviceAccountToken": {"audience": "vault", "path": "v/jwt"}}]}}, {"name": "y", "emptyDir": {}}]}
+    sources = token_sources(spec)
+    assert sources == [TokenSource("x", 2, "token", VCLUSTER_AUDIENCES), TokenSource("x", 3, "v/jwt", ("vault",))]
+    assert token_request(sources[0], "web", "u-9") == {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
+            "audiences": list(VCLUSTER_AUDIENCES), "expirationSeconds": VCLUSTER_EXPIRATION_SECONDS,
+            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": "u-9"}}}
