@@ -5,6 +5,7 @@ the virtual key of a host pod, the controlled-by fence and the shape checks."""
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from syncer.controllers import gate
 from syncer.controllers.translate import (
     ClusterView,
     host_pod_and_dependencies,
+    host_pod_name,
     host_pod_update,
     is_controlled_by_other,
     pod_shape_error,
@@ -311,3 +313,28 @@ def test_a_forced_class_and_no_cluster_view() -> None:
         "vcluster.loft.sh/object-uid": "", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod"}
     assert hpod["spec"] == {"hostname": "mine", "containers": [], "automountServiceAccountToken": False,
                             "runtimeClassName": "kata"}
+
+
+def test_names_of_exactly_63_characters_are_kept_and_64_are_hashed() -> None:
+    # vcluster's SafeConcatName: only a name longer than 63 characters is shortened (52 characters, -, hash)
+    assert host_pod_name("a" * 53, "ns", "vc") == "a" * 53 + "-x-ns-x-vc"  # 63 characters
+    longer = host_pod_name("a" * 54, "ns", "vc")  # 64 characters joined
+    assert longer == "a" * 52 + "-" + hashlib.sha256(("a" * 54 + "-x-ns-x-vc").encode()).hexdigest()[:10]
+
+
+def test_what_names_virtual_only_objects_is_stripped_without_a_cluster_view() -> None:
+    vpod = {"metadata": {"name": "p-", "namespace": "ns"}, "spec": {
+        "serviceAccountName": "builder", "serviceAccount": "builder", "priority": 5, "priorityClassName": "high",
+        "overhead": {"cpu": "1m"}, "containers": []}}
+    spec = host_pod_and_dependencies(vpod, vcluster_name="vc", host_namespace="h")[0]["spec"]
+    assert spec == {"containers": [], "automountServiceAccountToken": False, "hostname": "p"}
+
+
+def test_service_links_off_leaves_only_the_api_server_variables() -> None:
+    view = ClusterView("10.96.0.5", "10.96.0.10",
+                       [{"metadata": {"name": "db"}, "spec": {"clusterIP": "10.96.0.9", "ports": [{"port": 5432}]}}])
+    vpod = {"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"enableServiceLinks": False, "containers": [{"name": "c"}]}}
+    spec = host_pod_and_dependencies(vpod, vcluster_name="vc", host_namespace="h", cluster=view)[0]["spec"]
+    assert [e["name"] for e in spec["containers"][0]["env"]] == [e["name"] for e in KUBE_ENV
+                                                                 if e["name"].startswith("KUBERNETES")]
