@@ -116,7 +116,8 @@ class Syncer:
 
         self.clock = clock or RealClock()
         self.sources = Sources(options.host_namespace, options.vcluster_name)
-        self.factory = InformerFactory({"host": host, "virtual": virtual}, slim_of, options.watch_timeout)
+        self.factory = InformerFactory({"host": host, "virtual": virtual}, slim_of, options.watch_timeout,
+                                       self.clock)
         pod_adds, rc_adds = m.workqueue_adds.labels("pod"), m.workqueue_adds.labels("runtimeclass")
         self.pod_queue = WorkQueue("pod", on_add=lambda _: pod_adds.inc(), clock=self.clock)
         self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: rc_adds.inc(), clock=self.clock)

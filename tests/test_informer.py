@@ -11,9 +11,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from syncer.kube.cache import Store
+from syncer.kube.clock import FakeClock
 from syncer.kube.informer import Backoff, Handlers, Informer
 from syncer.kube.resources import RUNTIMECLASSES
-from tests.conftest import Clusters, rc
+from tests.conftest import Clusters, eventually, rc
 
 
 class Seen(list[tuple[str, str]]):
@@ -163,3 +164,25 @@ class _ErrorSeen(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.seen.set()
+
+
+async def test_failed_lists_are_retried_with_backoff_on_the_clock(clusters: Clusters) -> None:
+    # client-go's reflector backs off between failed lists; here on an injected clock, so no test waits
+    clock = FakeClock()
+    failing = clusters.host_server.faults.fail(503, verb="list", resource="runtimeclasses", times=2)
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor"))
+    inf = Informer(clusters.host, RUNTIMECLASSES, Store(), clock=clock, backoff=Backoff(initial=4, cap=8, jitter=0))
+    stop = asyncio.Event()
+    task = asyncio.create_task(inf.run(stop))
+    try:
+        await eventually(lambda: failing.hits == 1 and clock.pending() == [clock.now() + 4], "the first retry due")
+        clock.advance(3.9)
+        assert failing.hits == 1 and not inf.synced.is_set()  # nothing before the backoff is over
+        clock.advance(0.1)
+        await eventually(lambda: failing.hits == 2 and clock.pending() == [clock.now() + 8], "the second, doubled")
+        clock.advance(8)
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        assert inf.store.get("gvisor") is not None and inf.last_error is None
+    finally:
+        stop.set()
+        await task

@@ -22,6 +22,7 @@ from typing import Any
 
 from syncer.kube.cache import Cached, IndexFunc, Store, Transform, object_key
 from syncer.kube.client import KubeClient
+from syncer.kube.clock import Clock
 from syncer.kube.informer import Handlers, Informer
 from syncer.kube.resources import APIResource
 from syncer.kube.workqueue import WorkQueue
@@ -113,11 +114,13 @@ class InformerFactory:
         clients: `host` and `virtual` clients.
         slims: how objects of a source are cached (one declaration for every source; default: whole).
         watch_timeout: seconds a watch stays open before it is renewed.
+        clock: the time the informers' retries wait on (default the real one).
     """
 
     def __init__(self, clients: Mapping[str, KubeClient], slims: Callable[[Source], Slim] | None = None,
-                 watch_timeout: int = 300) -> None:
+                 watch_timeout: int = 300, clock: Clock | None = None) -> None:
         self.clients = clients
+        self.clock = clock
         self.slims = slims or (lambda _: Slim())
         self.watch_timeout = watch_timeout
         self._informers: dict[Source, Informer] = {}
@@ -131,7 +134,7 @@ class InformerFactory:
         store = Store(transform=slim.keep, packed=slim.packed)
         inf = Informer(self.clients[source.cluster], source.resource, store, namespace=source.namespace,
                        label_selector=source.label_selector, watch_timeout=self.watch_timeout,
-                       metadata_only=source.metadata_only)
+                       metadata_only=source.metadata_only, clock=self.clock)
         self._informers[source] = inf
         return inf
 

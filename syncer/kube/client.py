@@ -29,6 +29,7 @@ from kubernetes_asyncio import config as k8s_config
 
 from syncer import __version__
 from syncer.kube import jsonutil
+from syncer.kube.clock import Clock
 from syncer.kube.resources import PODS, SERVICEACCOUNTS, APIResource
 
 log = logging.getLogger(__name__)
@@ -358,10 +359,22 @@ def proxy_for(base_url: str, configured: str | None) -> str | None:
     return urllib.request.getproxies().get(parts.scheme)
 
 
-async def sleep_or_stop(delay: float, stop: asyncio.Event) -> bool:
-    """Wait `delay` seconds or until `stop` is set. Returns True when stopped."""
+async def sleep_or_stop(delay: float, stop: asyncio.Event, clock: Clock | None = None) -> bool:
+    """Wait `delay` seconds on `clock` (default the real one) or until `stop` is set. Returns True when
+    stopped."""
+    if clock is None:
+        try:
+            await asyncio.wait_for(stop.wait(), delay)
+        except TimeoutError:
+            return False
+        return True
+    elapsed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    timer = clock.call_later(delay, lambda: None if elapsed.done() else elapsed.set_result(None))
+    stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
     try:
-        await asyncio.wait_for(stop.wait(), delay)
-    except TimeoutError:
-        return False
-    return True
+        await asyncio.wait([elapsed, stopped], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timer.cancel()
+        stopped.cancel()
+        elapsed.cancel()
+    return stop.is_set()

@@ -22,6 +22,7 @@ from typing import Any
 from syncer.kube.cache import Cached, Store, object_key
 from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import PERSISTENT_RETRIES, ApiError, KubeClient, sleep_or_stop
+from syncer.kube.clock import Clock
 from syncer.kube.resources import APIResource
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class Informer:
         watch_timeout: seconds the server keeps one watch open before it is re-opened (jittered x1-2).
         page_size: items per list chunk (client-go's reflector pages by 500).
         backoff: retry policy for failures.
+        clock: the time retries wait on (default the real one; tests pass a FakeClock).
     Attributes:
         synced: set once the first list has been stored.
         last_error: the last failure, cleared on success (for readiness and logs).
@@ -86,8 +88,10 @@ class Informer:
 
     def __init__(self, client: KubeClient, resource: APIResource, store: Store, *, namespace: str | None = None,
                  label_selector: str | None = None, watch_timeout: int = 300, backoff: Backoff | None = None,
-                 name: str | None = None, metadata_only: bool = False, page_size: int = 500) -> None:
+                 name: str | None = None, metadata_only: bool = False, page_size: int = 500,
+                 clock: Clock | None = None) -> None:
         self.client = client
+        self.clock = clock
         self.page_size = page_size
         self.metadata_only = metadata_only
         self.resource = resource
@@ -124,7 +128,7 @@ class Informer:
                     continue
                 self.last_error = e
                 self._log_error(e)
-                if await sleep_or_stop(self.backoff.next(e.retry_after), stop):
+                if await sleep_or_stop(self.backoff.next(e.retry_after), stop, self.clock):
                     return
 
     def _log_error(self, e: ApiError) -> None:
