@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from kubesim import validation
+from kubesim import qos, validation
 from kubesim.status import StatusError, forbidden, invalid
 from kubesim.tokens import kube_api_access_volume
 from syncer.kube.resources import PODS, RUNTIMECLASSES, APIResource
@@ -28,7 +28,7 @@ _RANDOM = "bcdfghjklmnpqrstvwxz2456789"
 def default_pod(pod: Obj) -> None:
     """Apply the pod defaults and reset the status, for a pod being created."""
     default_pod_spec(pod)
-    pod["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    pod["status"] = {"phase": "Pending", "qosClass": qos.pod_qos(pod)}  # the pod strategy's PrepareForCreate
 
 
 def default_pod_spec(pod: Obj) -> None:

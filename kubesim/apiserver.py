@@ -688,6 +688,10 @@ class EmbeddedAPIServer:
         if sub == "status":
             new = copy.deepcopy(old)
             new["status"] = body.get("status")
+            if res == PODS:
+                errs = validation.validate_pod_status_update(new, old)
+                if errs:
+                    raise invalid(res, name, errs)
         else:
             new = body
             if "status" in res.subresources:

@@ -31,7 +31,7 @@ def running_status(pod: Cached, pod_ip: str, host_ip: str) -> Obj:
     containers = (pod.get("spec") or {}).get("containers") or []
     return {
         "phase": "Running", "podIP": pod_ip, "podIPs": [{"ip": pod_ip}], "hostIP": host_ip,
-        "hostIPs": [{"ip": host_ip}], "startTime": now, "qosClass": "BestEffort",
+        "hostIPs": [{"ip": host_ip}], "startTime": now,  # qosClass stays as the API server computed it
         "conditions": [{"type": t, "status": "True", "lastTransitionTime": now}
                        for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
                                  "PodScheduled")],

@@ -450,6 +450,16 @@ def validate_pod_update(new: Obj, old: Obj) -> list[FieldError]:
     return errs
 
 
+def validate_pod_status_update(new: Obj, old: Obj) -> list[FieldError]:
+    """`ValidatePodStatusUpdate` (Kubernetes 1.32+): `status.qosClass`, set when the pod was created, is
+    immutable, so a status write that changes it is refused whole."""
+    new_qos = (new.get("status") or {}).get("qosClass")
+    old_qos = (old.get("status") or {}).get("qosClass")
+    if new_qos != old_qos:
+        return [fe.invalid("status.qosClass", new_qos, "field is immutable")]
+    return []
+
+
 # ---------------------------------------------------------------------------------------------- runtime classes
 
 def validate_runtime_class(rc: Obj, old: Obj | None = None) -> list[FieldError]:

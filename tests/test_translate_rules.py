@@ -132,17 +132,18 @@ def test_an_update_of_annotations_and_nothing_when_in_sync() -> None:
 
 
 def test_status_is_copied_field_by_field_and_removed_fields_are_nulled() -> None:
-    hpod = {"status": {"phase": "Running", "podIP": "10.0.0.7", "hostIP": "192.168.0.2", "qosClass": "BestEffort",
+    hpod = {"status": {"phase": "Running", "podIP": "10.0.0.7", "hostIP": "192.168.0.2", "qosClass": "Guaranteed",
                        "nominatedNodeName": "n1"}}
-    vpod = {"status": {"phase": "Pending", "qosClass": "BestEffort", "message": "old"}}
+    vpod = {"status": {"phase": "Pending", "qosClass": "Burstable", "message": "old"}}
+    # vcluster translate/diff.go DesiredVirtualStatus: the virtual QoS class is kept (immutable since 1.32)
     assert status_update(hpod, vpod) == {"status": {"phase": "Running", "podIP": "10.0.0.7",
                                                     "hostIP": "192.168.0.2", "message": None}}
     assert status_update({"status": {"phase": "Running"}}, {"status": {"phase": "Running"}}) is None
     assert status_update({}, {}) is None
     every = {"phase": "p", "conditions": [], "containerStatuses": [], "initContainerStatuses": [],
              "ephemeralContainerStatuses": [], "podIP": "i", "podIPs": [], "hostIP": "h", "hostIPs": [],
-             "startTime": "t", "qosClass": "q", "reason": "r", "message": "m"}
-    assert status_update({"status": every}, {}) == {"status": every}
+             "startTime": "t", "reason": "r", "message": "m"}
+    assert status_update({"status": {**every, "qosClass": "Guaranteed"}}, {}) == {"status": every}
 
 
 @pytest.mark.parametrize(("annotations", "key"), [

@@ -94,9 +94,12 @@ def runtime_class_view(rc: Obj) -> Obj:
 # The host pod remembers the virtual pod's own runtimeClassName (it may differ when
 # sync.toHost.pods.runtimeClassName forces one), so the gate can be judged after the virtual pod is gone.
 VIRTUAL_RUNTIME_CLASS = "runtimeclass-syncer.io/virtual-runtime-class"
-# Pod status fields copied host -> virtual (issue: pod lifecycle).
+# Pod status fields copied host -> virtual (issue: pod lifecycle). Not `qosClass`: the virtual API server
+# computed its own when the pod was created, and from Kubernetes 1.32 refuses a status write that changes it
+# (a host LimitRange can make the host's differ); vcluster keeps the virtual one too (translate/diff.go,
+# DesiredVirtualStatus).
 STATUS_FIELDS = ("phase", "conditions", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
-                 "podIP", "podIPs", "hostIP", "hostIPs", "startTime", "qosClass", "reason", "message")
+                 "podIP", "podIPs", "hostIP", "hostIPs", "startTime", "reason", "message")
 
 
 @dataclass(frozen=True)
