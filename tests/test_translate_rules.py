@@ -339,3 +339,23 @@ def test_service_links_off_leaves_only_the_api_server_variables() -> None:
     spec = host_pod_and_dependencies(vpod, vcluster_name="vc", host_namespace="h", cluster=view)[0]["spec"]
     assert [e["name"] for e in spec["containers"][0]["env"]] == [e["name"] for e in KUBE_ENV
                                                                  if e["name"].startswith("KUBERNETES")]
+
+
+def test_vclusters_reserved_label_keys_are_rewritten_on_the_host() -> None:
+    # vcluster translate/labels.go HostLabelsMap, single_namespace.go LabelsToTranslate: `release` and its own
+    # markers become vcluster.loft.sh/label-<vcluster>-x-<sha256(key)[:10]>, so a tenant pod labelled
+    # app: vcluster, release: <vcluster> cannot join the vcluster's Service; a forged rewritten key is dropped
+    release_key = "vcluster.loft.sh/label-vc-x-a4d451ec23"  # sha256("release") begins a4d451ec23
+    vpod = {"metadata": {"name": "p", "namespace": "ns", "labels": {
+        "app": "vcluster", "release": "vc", "vcluster.loft.sh/controlled-by": "me",
+        "vcluster.loft.sh/managed-by": "other", "vcluster.loft.sh/namespace": "kube-system",
+        release_key: "forged"}}, "spec": {"containers": []}}
+    labels = host_pod_and_dependencies(vpod, vcluster_name="vc", host_namespace="h")[0]["metadata"]["labels"]
+    digest = {k: hashlib.sha256(k.encode()).hexdigest()[:10] for k in (
+        "vcluster.loft.sh/controlled-by", "vcluster.loft.sh/managed-by", "vcluster.loft.sh/namespace")}
+    assert labels == {
+        "app": "vcluster", release_key: "vc",
+        f"vcluster.loft.sh/label-vc-x-{digest['vcluster.loft.sh/controlled-by']}": "me",
+        f"vcluster.loft.sh/label-vc-x-{digest['vcluster.loft.sh/managed-by']}": "other",
+        f"vcluster.loft.sh/label-vc-x-{digest['vcluster.loft.sh/namespace']}": "kube-system",
+        "vcluster.loft.sh/managed-by": "vc", "vcluster.loft.sh/namespace": "ns"}

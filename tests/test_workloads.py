@@ -330,3 +330,15 @@ async def test_a_token_secret_whose_pod_never_reached_the_host_is_removed(cluste
         await wait_for(clusters.host, SECRETS, lambda o: f"{HOST_NS}/{h('web-sa-token')}" not in o,
                        namespace=HOST_NS, timeout=10, what="the token Secret removed with the virtual pod")
     clusters.host_server.faults.clear()
+
+
+async def test_a_tenant_pod_cannot_join_the_vclusters_own_service(clusters: Clusters) -> None:
+    # The vcluster chart's Service selects `app: vcluster, release: <vcluster>` in the host namespace: every
+    # tenant's route to the virtual API server. vcluster rewrites `release` on the host (LabelsToTranslate).
+    p = pod("impostor")
+    p["metadata"]["labels"] = {"app": "vcluster", "release": VCLUSTER}
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, p, "default")
+        await host_pods(clusters, lambda o: hname("impostor") in o, "impostor synced")
+    selected = await clusters.host.list(PODS, HOST_NS, label_selector=f"app=vcluster,release={VCLUSTER}")
+    assert selected["items"] == []

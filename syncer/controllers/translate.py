@@ -45,6 +45,30 @@ def safe_concat_name(*parts: str) -> str:
     return full
 
 
+# Label keys vcluster rewrites on the host in single-namespace mode (translate/single_namespace.go,
+# LabelsToTranslate): `release` would let a tenant pod join the vcluster's own Service (selector `app: vcluster,
+# release: <vcluster>`), the others are vcluster's own markers.
+TRANSLATED_LABELS = ("release", NAMESPACE_LABEL, MANAGED_BY, CONTROLLED_BY)
+LABEL_PREFIX = "vcluster.loft.sh/label"
+
+
+def host_label_key(key: str, vcluster_name: str) -> str:
+    """The host key of virtual label `key`: itself, or for TRANSLATED_LABELS
+    `vcluster.loft.sh/label-<vcluster>-x-<first 10 hex digits of sha256(key)>` made safe (vcluster's
+    `HostLabel`/`convertLabelKeyWithPrefix`)."""
+    if key not in TRANSLATED_LABELS:
+        return key
+    return safe_concat_name(LABEL_PREFIX, vcluster_name, "x", hashlib.sha256(key.encode()).hexdigest()[:10])
+
+
+def host_labels(labels: Mapping[str, Any], vcluster_name: str) -> Obj:
+    """A virtual object's labels as vcluster writes them on the host (`HostLabelsMap`): the keys of
+    TRANSLATED_LABELS rewritten, and a virtual label that already has such a rewritten key dropped (a tenant
+    cannot forge one)."""
+    forged = {host_label_key(k, vcluster_name) for k in TRANSLATED_LABELS}
+    return {host_label_key(k, vcluster_name): v for k, v in labels.items() if k not in forged}
+
+
 def host_pod_name(name: str, namespace: str, vcluster_name: str) -> str:
     """The host name of virtual object `namespace/name` (a pod, or a ConfigMap, Secret, PVC or Service
     vcluster syncs): `<name>-x-<namespace>-x-<vcluster>` (made safe)."""
@@ -146,7 +170,7 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
       fieldRefs reading the virtual identity from annotations (podtranslate.downward).
     """
     meta = vpod["metadata"]
-    labels = dict(meta.get("labels") or {})
+    labels = host_labels(meta.get("labels") or {}, vcluster_name)
     labels[MANAGED_BY] = vcluster_name
     labels[NAMESPACE_LABEL] = meta["namespace"]
     annotations = dict(meta.get("annotations") or {})
