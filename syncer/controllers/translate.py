@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from syncer.controllers.podtranslate import downward, environment
+from syncer.controllers.podtranslate import affinity, downward, environment
 from syncer.controllers.podtranslate.references import Dependency, translate_references
 from syncer.kube.jsonutil import copy_json
 
@@ -186,6 +186,8 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
         spec["hostname"] = host_pod_hostname(meta["name"])
     if forced_runtime_class:
         spec["runtimeClassName"] = forced_runtime_class
+    affinity.translate_affinity(spec, meta["namespace"], vcluster_name, lambda k: host_label_key(k, vcluster_name),
+                                lambda k: affinity.ns_label_key(k, vcluster_name, safe_concat_name))
     deps = translate_references(spec, meta["name"], lambda n: host_pod_name(n, meta["namespace"], vcluster_name))
     if cluster is not None:
         vspec = vpod.get("spec") or {}

@@ -1,0 +1,102 @@
+"""Inter-pod affinity and topology spread, confined to the virtual cluster (pure).
+
+On the host, one namespace holds the pods of every virtual namespace (and of nothing else of this
+vcluster), so a term's label selector must be confined, as vcluster's pod translator does in
+single-namespace mode (`translator.go`: `translatePodAffinity`, `translatePodAffinityTerm`,
+`translateTopologySpreadConstraints`; `pkg/util/translate/labels.go`: `HostLabelSelector`,
+`MergeLabelSelectors`):
+
+- every selector's keys are host label keys (`release` and vcluster's markers rewritten, translate.py);
+- a pod affinity term with a selector also gets `vcluster.loft.sh/managed-by: <vcluster>`, and:
+  `namespaces` -> a `vcluster.loft.sh/namespace In (...)` requirement (unless an empty namespaceSelector
+  selects every namespace); else a `namespaceSelector` -> its requirements with keys made
+  `vcluster.loft.sh/ns-label-<vcluster>-x-<hash>`; else this pod's namespace; `namespaces` and
+  `namespaceSelector` themselves are dropped (the host namespace is the only one);
+- a topology spread constraint's selector gets the pod's namespace and the managed-by label.
+A term without a label selector matches nothing and is left as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+Obj = dict[str, Any]
+MANAGED_BY = "vcluster.loft.sh/managed-by"
+NAMESPACE_LABEL = "vcluster.loft.sh/namespace"
+NS_LABEL_PREFIX = "vcluster.loft.sh/ns-label"
+
+
+def _selector(sel: Any, key: Callable[[str], str]) -> Obj | None:
+    """`hostLabelSelector`: the same selector with every key mapped by `key` (None stays None)."""
+    if not isinstance(sel, dict):
+        return None
+    out: Obj = {}
+    if isinstance(sel.get("matchLabels"), dict):
+        out["matchLabels"] = {key(k): v for k, v in sel["matchLabels"].items()}
+    exprs = [e for e in sel.get("matchExpressions") or [] if isinstance(e, dict)]
+    if exprs:
+        out["matchExpressions"] = [{**e, "key": key(str(e.get("key", "")))} for e in exprs]
+    return out
+
+
+def _is_empty(sel: Any) -> bool:
+    return isinstance(sel, dict) and not sel.get("matchLabels") and not sel.get("matchExpressions")
+
+
+def translate_affinity(spec: Obj, namespace: str, vcluster_name: str, host_key: Callable[[str], str],
+                       ns_key: Callable[[str], str]) -> None:
+    """Confine the pod (anti-)affinity terms and topology spread constraints of a (copied) pod spec to the
+    virtual cluster (mutates `spec`). `host_key` maps a label key to its host key, `ns_key` a namespace
+    label key to the host pod label that carries it."""
+    affinity = spec.get("affinity")
+    if isinstance(affinity, dict):
+        for kind in ("podAffinity", "podAntiAffinity"):
+            rules = affinity.get(kind)
+            if not isinstance(rules, dict):
+                continue
+            required = rules.get("requiredDuringSchedulingIgnoredDuringExecution")
+            if isinstance(required, list):
+                rules["requiredDuringSchedulingIgnoredDuringExecution"] = [
+                    _term(t, namespace, vcluster_name, host_key, ns_key) if isinstance(t, dict) else t
+                    for t in required]
+            for weighted in rules.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+                if isinstance(weighted, dict) and isinstance(weighted.get("podAffinityTerm"), dict):
+                    weighted["podAffinityTerm"] = _term(weighted["podAffinityTerm"], namespace, vcluster_name,
+                                                        host_key, ns_key)
+    for c in spec.get("topologySpreadConstraints") or []:
+        if isinstance(c, dict) and isinstance(c.get("labelSelector"), dict):
+            sel = _selector(c["labelSelector"], host_key) or {}
+            sel.setdefault("matchLabels", {}).update({NAMESPACE_LABEL: namespace, MANAGED_BY: vcluster_name})
+            c["labelSelector"] = sel
+
+
+def _term(term: Obj, namespace: str, vcluster_name: str, host_key: Callable[[str], str],
+          ns_key: Callable[[str], str]) -> Obj:
+    out = {k: v for k, v in term.items() if k not in ("namespaces", "namespaceSelector", "labelSelector")}
+    sel = _selector(term.get("labelSelector"), host_key)
+    if sel is None:
+        return out  # no selector matches nothing (Kubernetes); nothing to confine
+    namespaces = [n for n in term.get("namespaces") or [] if isinstance(n, str)]
+    ns_sel = term.get("namespaceSelector")
+    if namespaces:
+        if ns_sel is None or not _is_empty(ns_sel):  # an empty namespaceSelector already selects every namespace
+            sel.setdefault("matchExpressions", []).append(
+                {"key": NAMESPACE_LABEL, "operator": "In", "values": namespaces})
+    elif isinstance(ns_sel, dict):
+        translated = _selector(ns_sel, ns_key) or {}
+        sel.setdefault("matchLabels", {}).update(translated.get("matchLabels") or {})
+        if translated.get("matchExpressions"):
+            sel.setdefault("matchExpressions", []).extend(translated["matchExpressions"])
+    else:
+        sel.setdefault("matchLabels", {})[NAMESPACE_LABEL] = namespace  # "this pod's namespace"
+    sel.setdefault("matchLabels", {})[MANAGED_BY] = vcluster_name
+    out["labelSelector"] = sel
+    return out
+
+
+def ns_label_key(key: str, vcluster_name: str, concat: Callable[..., str]) -> str:
+    """The host pod label that carries virtual namespace label `key` (vcluster's `HostLabelNamespace`:
+    `vcluster.loft.sh/ns-label-<vcluster>-x-<first 10 hex digits of sha256(key)>`, made safe by `concat`)."""
+    return concat(NS_LABEL_PREFIX, vcluster_name, "x", hashlib.sha256(key.encode()).hexdigest()[:10])

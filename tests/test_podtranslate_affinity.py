@@ -1,0 +1,98 @@
+"""Pod affinity and topology spread confined to the virtual cluster (podtranslate/affinity.py). The cases of
+vcluster's TestPodAffinityTermsTranslation (pkg/controllers/resources/pods/translate/translator_test.go),
+ported: same inputs, the expected terms written out, with this vcluster called `vc`."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any
+
+import pytest
+
+from kubesim.vcluster import safe_concat_name
+from syncer.controllers.translate import host_pod
+
+Obj = dict[str, Any]
+NS = "equestria"
+LONG_KEY = "pretty-loooooooooooong-test-key"
+BASIC = {"matchLabels": {"random-key": "value"}}
+MARKER = {"vcluster.loft.sh/managed-by": "vc"}
+NS_LABEL = safe_concat_name("vcluster.loft.sh/ns-label", "vc", "x", hashlib.sha256(LONG_KEY.encode()).hexdigest()[:10])
+
+
+def translated(term: Obj) -> Obj:
+    vpod = {"metadata": {"name": "my-little-pody", "namespace": NS}, "spec": {
+        "containers": [], "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            copy.deepcopy(term)]}}}}
+    spec = host_pod(vpod, vcluster_name="vc", host_namespace="h")["spec"]
+    (out,) = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    return dict(out)
+
+
+CASES: list[tuple[str, Obj, Obj]] = [
+    ("no selector", {"namespaces": ["blabla"]}, {}),
+    ("empty namespaces array and null namespaceSelector", {"labelSelector": BASIC, "namespaces": []},
+     {"labelSelector": {"matchLabels": {"random-key": "value", **MARKER, "vcluster.loft.sh/namespace": NS}}}),
+    ("null namespaceSelector and defined namespaces array",
+     {"labelSelector": BASIC, "namespaces": [NS, "dummy namespace"]},
+     {"labelSelector": {"matchLabels": {"random-key": "value", **MARKER}, "matchExpressions": [
+         {"key": "vcluster.loft.sh/namespace", "operator": "In", "values": [NS, "dummy namespace"]}]}}),
+    ("empty namespaceSelector and defined namespaces array",
+     {"labelSelector": BASIC, "namespaces": [NS], "namespaceSelector": {}},
+     {"labelSelector": {"matchLabels": {"random-key": "value", **MARKER}}}),
+    # vcluster also records a SyncWarning event here; the translation is the same
+    ("namespaces array specified together with the namespaceSelector",
+     {"labelSelector": BASIC, "namespaces": [NS], "namespaceSelector": BASIC},
+     {"labelSelector": {"matchLabels": {"random-key": "value", **MARKER}, "matchExpressions": [
+         {"key": "vcluster.loft.sh/namespace", "operator": "In", "values": [NS]}]}}),
+    ("defined namespaceSelector and no namespaces",
+     {"labelSelector": BASIC, "namespaceSelector": {"matchLabels": {LONG_KEY: "good-value"}}},
+     {"labelSelector": {"matchLabels": {"random-key": "value", NS_LABEL: "good-value", **MARKER}}}),
+    ("namespaceSelector with MatchExpressions",
+     {"labelSelector": BASIC, "namespaceSelector": {"matchExpressions": [
+         {"key": LONG_KEY, "operator": "NotIn", "values": ["bad-value"]}]}},
+     {"labelSelector": {"matchLabels": {"random-key": "value", **MARKER}, "matchExpressions": [
+         {"key": NS_LABEL, "operator": "NotIn", "values": ["bad-value"]}]}}),
+    # ours: the topology key and newer fields are kept (vcluster's term keeps only selector and topology key)
+    ("topology key and matchLabelKeys kept",
+     {"labelSelector": BASIC, "topologyKey": "kubernetes.io/hostname", "matchLabelKeys": ["pod-template-hash"]},
+     {"topologyKey": "kubernetes.io/hostname", "matchLabelKeys": ["pod-template-hash"],
+      "labelSelector": {"matchLabels": {"random-key": "value", **MARKER, "vcluster.loft.sh/namespace": NS}}}),
+    # the release label a Helm chart selects on is a host key too (vcluster's HostLabelSelector)
+    ("release rewritten", {"labelSelector": {"matchLabels": {"release": "web"}}},
+     {"labelSelector": {"matchLabels": {
+         safe_concat_name("vcluster.loft.sh/label", "vc", "x", hashlib.sha256(b"release").hexdigest()[:10]): "web",
+         **MARKER, "vcluster.loft.sh/namespace": NS}}}),
+]
+
+
+@pytest.mark.parametrize(("name", "term", "expected"), CASES, ids=[f"affinity{i}" for i in range(len(CASES))])
+def test_pod_affinity_terms(name: str, term: Obj, expected: Obj) -> None:
+    assert translated(term) == expected, name
+
+
+def test_every_kind_of_term_and_topology_spread_are_confined() -> None:
+    # a Helm chart's Deployment: anti-affinity on app: web (preferred), affinity (required), spread on app: web
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+    vpod = {"metadata": {"name": "web-1", "namespace": "shop"}, "spec": {"containers": [], "affinity": {
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [copy.deepcopy(term)]},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": copy.deepcopy(term)}]},
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                       "whenUnsatisfiable": "DoNotSchedule",
+                                       "labelSelector": {"matchLabels": {"app": "web"}}},
+                                      {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}}
+    spec = host_pod(vpod, vcluster_name="vc", host_namespace="h")["spec"]
+    confined = {"matchLabels": {"app": "web", "vcluster.loft.sh/namespace": "shop", **MARKER}}
+    assert spec["affinity"] == {
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": confined, "topologyKey": "kubernetes.io/hostname"}]},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": {"labelSelector": confined, "topologyKey": "kubernetes.io/hostname"}}]},
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
+    assert spec["topologySpreadConstraints"] == [
+        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": confined},
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]  # no selector: left alone
