@@ -28,7 +28,11 @@ _RANDOM = "bcdfghjklmnpqrstvwxz2456789"
 def default_pod(pod: Obj) -> None:
     """Apply the pod defaults and reset the status, for a pod being created."""
     default_pod_spec(pod)
-    pod["status"] = {"phase": "Pending", "qosClass": qos.pod_qos(pod)}  # the pod strategy's PrepareForCreate
+    try:
+        qos_class = qos.pod_qos(pod)  # the pod strategy's PrepareForCreate
+    except ValueError as e:  # kube-apiserver cannot decode a pod with such a quantity: 400, as it answers
+        raise StatusError(400, f"Pod in version \"v1\" cannot be handled as a Pod: {e}") from None
+    pod["status"] = {"phase": "Pending", "qosClass": qos_class}
 
 
 def default_pod_spec(pod: Obj) -> None:

@@ -90,3 +90,11 @@ async def test_a_pod_whose_host_class_differs_still_shows_running(clusters: Clus
                                            host)  # what the host computed with the LimitRange's limits
         vp = await virtual_pod(clusters, "web", running, "web Running in the virtual cluster")
     assert vp["status"]["qosClass"] == "Burstable"
+
+
+async def test_a_pod_with_a_bad_quantity_is_refused_as_undecodable(clusters: Clusters) -> None:
+    bad = pod("bad")
+    bad["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
+    with pytest.raises(ApiError) as err:
+        await clusters.virtual.create(PODS, bad, "default")
+    assert err.value.status == 400 and "quantities must match the regular expression" in err.value.message
