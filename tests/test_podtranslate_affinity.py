@@ -54,6 +54,15 @@ CASES: list[tuple[str, Obj, Obj]] = [
          {"key": LONG_KEY, "operator": "NotIn", "values": ["bad-value"]}]}},
      {"labelSelector": {"matchLabels": {"random-key": "value", **MARKER}, "matchExpressions": [
          {"key": NS_LABEL, "operator": "NotIn", "values": ["bad-value"]}]}}),
+    # a selector of expressions only: the confining labels still go into matchLabels
+    ("expressions only", {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}},
+     {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}],
+                        "matchLabels": {"vcluster.loft.sh/namespace": NS, **MARKER}}}),
+    ("expressions only, namespaceSelector of labels",
+     {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+      "namespaceSelector": {"matchLabels": {LONG_KEY: "good-value"}}},
+     {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}],
+                        "matchLabels": {NS_LABEL: "good-value", **MARKER}}}),
     # ours: the topology key and newer fields are kept (vcluster's term keeps only selector and topology key)
     ("topology key and matchLabelKeys kept",
      {"labelSelector": BASIC, "topologyKey": "kubernetes.io/hostname", "matchLabelKeys": ["pod-template-hash"]},
@@ -83,7 +92,9 @@ def test_every_kind_of_term_and_topology_spread_are_confined() -> None:
         "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
                                        "whenUnsatisfiable": "DoNotSchedule",
                                        "labelSelector": {"matchLabels": {"app": "web"}}},
-                                      {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}}
+                                      {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"},
+                                      {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+                                       "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}}]}}
     spec = host_pod(vpod, vcluster_name="vc", host_namespace="h")["spec"]
     confined = {"matchLabels": {"app": "web", "vcluster.loft.sh/namespace": "shop", **MARKER}}
     assert spec["affinity"] == {
@@ -95,4 +106,7 @@ def test_every_kind_of_term_and_topology_spread_are_confined() -> None:
     assert spec["topologySpreadConstraints"] == [
         {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
          "labelSelector": confined},
-        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]  # no selector: left alone
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"},  # no selector: left alone
+        {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {
+            "matchExpressions": [{"key": "app", "operator": "Exists"}],
+            "matchLabels": {"vcluster.loft.sh/namespace": "shop", **MARKER}}}]
