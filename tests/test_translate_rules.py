@@ -285,7 +285,9 @@ def test_the_whole_host_pod_of_a_workload() -> None:
                 "vcluster.loft.sh/object-uid": "u-1", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
                 "runtimeclass-syncer.io/virtual-runtime-class": "gvisor",
                 "vcluster.loft.sh/name": "web.v2", "vcluster.loft.sh/namespace": "team", "vcluster.loft.sh/uid": "u-1",
-                "vcluster.loft.sh/service-account-name": "builder", "vcluster.loft.sh/labels": 'app="web"'}},
+                "vcluster.loft.sh/service-account-name": "builder", "vcluster.loft.sh/labels": 'app="web"',
+                # translator.go: a pod without a controller is not safe to evict (nothing recreates it)
+                "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}},
         "spec": {
             "runtimeClassName": "gvisor", "enableServiceLinks": False, "automountServiceAccountToken": False,
             "hostname": "web-v2", "serviceAccountName": "vc-workload-vc", "dnsPolicy": "None",
@@ -311,7 +313,8 @@ def test_a_forced_class_and_no_cluster_view() -> None:
     assert hpod["metadata"]["labels"] == {"vcluster.loft.sh/managed-by": "vc", "vcluster.loft.sh/namespace": "ns"}
     assert hpod["metadata"]["annotations"] == {
         "vcluster.loft.sh/object-name": "p", "vcluster.loft.sh/object-namespace": "ns",
-        "vcluster.loft.sh/object-uid": "", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod"}
+        "vcluster.loft.sh/object-uid": "", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
+        "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
     assert hpod["spec"] == {"hostname": "mine", "containers": [], "automountServiceAccountToken": False,
                             "runtimeClassName": "kata"}
 

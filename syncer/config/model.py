@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from syncer.config.selector import Selector, from_label_selector, label_selector_errors
+from syncer.config.tolerations import TolerationError, parse_toleration
 from syncer.patches.path import PathError
 from syncer.patches.path import parse as parse_path
 
@@ -45,6 +46,12 @@ class _Strict(BaseModel):
 
 def _none_to_empty(value: Any, empty: Any) -> Any:
     return empty if value is None else value
+
+
+class Enabled(_Loose):
+    """A vcluster section of which only `enabled` is read."""
+
+    enabled: bool = Field(default=False, description="enabled")
 
 
 class LabelSelectorRequirement(_Strict):
@@ -125,23 +132,98 @@ class RuntimeClassesSync(_Strict):
 
 
 class FromHost(_Loose):
-    """`sync.fromHost`: only `runtimeClasses` is read."""
+    """`sync.fromHost`: `runtimeClasses`, and `priorityClasses.enabled` (pods keep their class names)."""
 
     runtimeClasses: RuntimeClassesSync = Field(default_factory=RuntimeClassesSync)
+    priorityClasses: Enabled = Field(default_factory=Enabled)
+
+    @field_validator("priorityClasses", mode="before")
+    @classmethod
+    def _pcs(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+
+class ImageRef(_Loose):
+    """An image of vcluster's chart: registry, repository, tag."""
+
+    registry: str = Field(default="mirror.gcr.io", description="registry; empty: Docker Hub")
+    repository: str = Field(default="library/alpine", description="repository")
+    tag: str = Field(default="3.20", description="tag")
+
+    @field_validator("registry", "repository", "tag", mode="before")
+    @classmethod
+    def _strings(cls, v: Any) -> Any:
+        return _none_to_empty(v, "")
+
+
+class ContainerResources(_Loose):
+    """`limits` and `requests` of a container vcluster adds, as quantity strings."""
+
+    limits: dict[str, str] = Field(default_factory=lambda: {"cpu": "30m", "memory": "64Mi"}, description="limits")
+    requests: dict[str, str] = Field(default_factory=lambda: {"cpu": "30m", "memory": "64Mi"},
+                                     description="requests")
+
+    @field_validator("limits", "requests", mode="before")
+    @classmethod
+    def _maps(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+
+class RewriteHostsInitContainer(_Loose):
+    """`sync.toHost.pods.rewriteHosts.initContainer`: the image and resources of `vcluster-rewrite-hosts`."""
+
+    image: ImageRef = Field(default_factory=ImageRef)
+    resources: ContainerResources = Field(default_factory=ContainerResources)
+
+    @field_validator("image", "resources", mode="before")
+    @classmethod
+    def _sections(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+
+class RewriteHosts(_Loose):
+    """`sync.toHost.pods.rewriteHosts`: an init container makes a pod with a subdomain resolve its FQDN."""
+
+    enabled: bool = Field(default=True, description="add the /etc/hosts init container to pods with a subdomain")
+    initContainer: RewriteHostsInitContainer = Field(default_factory=RewriteHostsInitContainer)
+
+    @field_validator("initContainer", mode="before")
+    @classmethod
+    def _init(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
 
 
 class ToHostPods(_Loose):
-    """`sync.toHost.pods`: `runtimeClassName` (forced on every host pod when set) and
-    `useSecretsForSATokens` (service-account tokens in a host Secret instead of a pod annotation)."""
+    """`sync.toHost.pods`: what vcluster's pod translator reads (the sidecar replaces it)."""
 
     runtimeClassName: str = Field(default="", description="force this runtimeClassName on every host pod")
+    priorityClassName: str = Field(default="", description="host PriorityClass of pods left without one")
     useSecretsForSATokens: bool = Field(
         default=False, description="tokens in a host Secret owned by the host pod instead of an annotation")
+    translateImage: dict[str, str] = Field(default_factory=dict, description="image -> image on the host")
+    enforceTolerations: list[str] = Field(
+        default_factory=list, description="tolerations added to every host pod: key[=value][:effect] or *")
+    rewriteHosts: RewriteHosts = Field(default_factory=RewriteHosts)
 
-    @field_validator("runtimeClassName", mode="before")
+    @field_validator("runtimeClassName", "priorityClassName", mode="before")
     @classmethod
     def _rcn(cls, v: Any) -> Any:
         return _none_to_empty(v, "")
+
+    @field_validator("translateImage", mode="before")
+    @classmethod
+    def _images(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+    @field_validator("enforceTolerations", mode="before")
+    @classmethod
+    def _tolerations(cls, v: Any) -> Any:
+        return _none_to_empty(v, [])
+
+    @field_validator("rewriteHosts", mode="before")
+    @classmethod
+    def _rewrite(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
 
 
 class ToHostAll(_Loose):
@@ -157,15 +239,16 @@ class ToHost(_Loose):
     pods: ToHostPods = Field(default_factory=ToHostPods)
     configMaps: ToHostAll = Field(default_factory=ToHostAll)
     secrets: ToHostAll = Field(default_factory=ToHostAll)
+    priorityClasses: Enabled = Field(default_factory=Enabled)
 
-    @field_validator("pods", "configMaps", "secrets", mode="before")
+    @field_validator("pods", "configMaps", "secrets", "priorityClasses", mode="before")
     @classmethod
     def _sections(cls, v: Any) -> Any:
         return _none_to_empty(v, {})
 
 
 class Sync(_Loose):
-    """`sync`: only `fromHost.runtimeClasses` and `toHost.pods.runtimeClassName` are read."""
+    """`sync`: `fromHost.runtimeClasses`, what the pod translation reads of `toHost`, and priority classes."""
 
     fromHost: FromHost = Field(default_factory=FromHost)
     toHost: ToHost = Field(default_factory=ToHost)
@@ -183,9 +266,15 @@ class WorkloadServiceAccount(_Loose):
 
 
 class Advanced(_Loose):
-    """`controlPlane.advanced`: only `workloadServiceAccount` is read."""
+    """`controlPlane.advanced`: `workloadServiceAccount` and `defaultImageRegistry`."""
 
     workloadServiceAccount: WorkloadServiceAccount = Field(default_factory=WorkloadServiceAccount)
+    defaultImageRegistry: str = Field(default="", description="registry of the images vcluster adds, if set")
+
+    @field_validator("defaultImageRegistry", mode="before")
+    @classmethod
+    def _registry(cls, v: Any) -> Any:
+        return _none_to_empty(v, "")
 
     @field_validator("workloadServiceAccount", mode="before")
     @classmethod
@@ -193,14 +282,56 @@ class Advanced(_Loose):
         return _none_to_empty(v, {})
 
 
+class HostPathMapper(_Loose):
+    """`controlPlane.hostPathMapper`: with it enabled and not central, host pods also mount the real log paths."""
+
+    enabled: bool = Field(default=False, description="vcluster's hostpath-mapper runs beside the vcluster")
+    central: bool = Field(default=False, description="the mapper is the central one (no physical mounts)")
+
+
 class ControlPlane(_Loose):
-    """`controlPlane`: only `advanced.workloadServiceAccount.name` is read."""
+    """`controlPlane`: `advanced` and `hostPathMapper`."""
 
     advanced: Advanced = Field(default_factory=Advanced)
+    hostPathMapper: HostPathMapper = Field(default_factory=HostPathMapper)
+
+    @field_validator("advanced", "hostPathMapper", mode="before")
+    @classmethod
+    def _advanced(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+
+class NetworkingAdvanced(_Loose):
+    """`networking.advanced`: only `clusterDomain` is read."""
+
+    clusterDomain: str = Field(default="cluster.local", description="the virtual cluster's DNS domain")
+
+
+class Networking(_Loose):
+    """`networking`: only `advanced.clusterDomain` is read."""
+
+    advanced: NetworkingAdvanced = Field(default_factory=NetworkingAdvanced)
 
     @field_validator("advanced", mode="before")
     @classmethod
     def _advanced(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+
+class SyncSettings(_Loose):
+    """`experimental.syncSettings`: only `setOwner` is read."""
+
+    setOwner: bool = Field(default=True, description="host pods are owned by the vcluster's Service")
+
+
+class Experimental(_Loose):
+    """`experimental`: only `syncSettings.setOwner` is read."""
+
+    syncSettings: SyncSettings = Field(default_factory=SyncSettings)
+
+    @field_validator("syncSettings", mode="before")
+    @classmethod
+    def _settings(cls, v: Any) -> Any:
         return _none_to_empty(v, {})
 
 
@@ -209,6 +340,13 @@ class VClusterConfig(_Loose):
 
     sync: Sync = Field(default_factory=Sync)
     controlPlane: ControlPlane = Field(default_factory=ControlPlane)
+    networking: Networking = Field(default_factory=Networking)
+    experimental: Experimental = Field(default_factory=Experimental)
+
+    @field_validator("networking", "experimental", mode="before")
+    @classmethod
+    def _sections(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
 
     @field_validator("controlPlane", mode="before")
     @classmethod
@@ -324,6 +462,20 @@ def _patch_messages(patches: list[Patch]) -> list[tuple[str, str]]:
     return msgs
 
 
+def _toleration_messages(entries: Any) -> list[tuple[str, str]]:
+    """Each `sync.toHost.pods.enforceTolerations` entry vcluster's syntax does not accept (vcluster drops such
+    an entry silently; here it is a configuration error)."""
+    out: list[tuple[str, str]] = []
+    for i, text in enumerate(entries if isinstance(entries, list) else []):
+        if isinstance(text, str):
+            try:
+                parse_toleration(text)
+            except TolerationError as e:
+                where = f"sync.toHost.pods.enforceTolerations[{i}]"
+                out.append((where, f"invalid {where}: {e}"))
+    return out
+
+
 def parse_config(document: Any) -> SyncerConfig:
     """Validate a parsed vcluster.yaml document (a dict; None is an empty document).
 
@@ -356,6 +508,7 @@ def parse_config(document: Any) -> SyncerConfig:
     patches = raw.sync.fromHost.runtimeClasses.patches if raw is not None else [
         p for p in (_valid(Patch, d) for d in (patch_docs if isinstance(patch_docs, list) else [])) if p is not None]
     errors += _patch_messages(patches)
+    errors += _toleration_messages(_sub(document, "sync", "toHost", "pods", "enforceTolerations"))
     if errors:
         order = _document_order(document)
         raise ConfigError([msg for _, msg in sorted(errors, key=lambda e: order(e[0]))])

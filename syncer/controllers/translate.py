@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from syncer.controllers.podtranslate import affinity, downward, environment
+from syncer.controllers.podtranslate import affinity, downward, environment, hostpath, hosts, metadata, scheduling
+from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import Dependency, translate_references
 from syncer.kube.jsonutil import copy_json
 
@@ -135,23 +136,41 @@ class ClusterView:
         dns_ip: ClusterIP of the host copy of the virtual cluster's `kube-system/kube-dns` Service.
         services: the Services of the pod's virtual namespace (service-link variables).
         service_account: the host service account tenant pods run as (the workload service account).
+        namespace_labels: the labels of the pod's virtual namespace (None: unknown, none added).
+        owner: the vcluster's Service in the host namespace, `{"name", "uid"}` (None: not known yet).
+        host_uid: the uid of the host pod of the virtual pod with a given uid (kubelet host paths).
     """
 
     kube_ip: str
     dns_ip: str
     services: Sequence[Mapping[str, Any]] = dataclasses.field(default_factory=list)
     service_account: str = ""
+    namespace_labels: Mapping[str, Any] | None = None
+    owner: Mapping[str, Any] | None = None
+    host_uid: Callable[[str], str | None] = lambda uid: None
 
 
 def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "",
-             cluster: ClusterView | None = None) -> Obj:
+             cluster: ClusterView | None = None, options: PodOptions | None = None) -> Obj:
     """The host pod for a virtual pod (host_pod_and_dependencies without the dependencies)."""
     return host_pod_and_dependencies(vpod, vcluster_name=vcluster_name, host_namespace=host_namespace,
-                                     forced_runtime_class=forced_runtime_class, cluster=cluster)[0]
+                                     forced_runtime_class=forced_runtime_class, cluster=cluster, options=options)[0]
+
+
+def ns_label_key(key: str, vcluster_name: str) -> str:
+    """The host label key carrying virtual namespace label `key` (vcluster's `HostLabelNamespace`)."""
+    return affinity.ns_label_key(key, vcluster_name, safe_concat_name)
+
+
+def priority_class_host_name(name: str, host_namespace: str, vcluster_name: str) -> str:
+    """The host name vcluster gives a PriorityClass it syncs (`HostNameCluster`): `vcluster-<name>-x-<host
+    namespace>-x-<vcluster>`, made safe."""
+    return safe_concat_name("vcluster", name, "x", host_namespace, "x", vcluster_name)
 
 
 def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "",
-                              cluster: ClusterView | None = None) -> tuple[Obj, list[Dependency]]:
+                              cluster: ClusterView | None = None, options: PodOptions | None = None
+                              ) -> tuple[Obj, list[Dependency]]:
     """The host pod for a virtual pod (single-namespace mode), and the host objects it references.
 
     - name `<pod>-x-<namespace>-x-<vcluster>` (safe_concat_name), in `host_namespace`;
@@ -160,8 +179,10 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     - references to ConfigMaps, Secrets and PVCs rewritten to their host names
       (podtranslate.references; returned as the dependencies, in spec order);
     - spec: the virtual spec without what host admission sets or what names virtual-only objects:
-      serviceAccountName, priority/priorityClassName, overhead (service-account token projections are
-      left for the reconciler to replace with tokens, podtranslate.tokens);
+      serviceAccountName, overhead (service-account token projections are left for the reconciler to replace
+      with tokens, podtranslate.tokens); priority, enforced tolerations and images (podtranslate.scheduling);
+      vcluster's autoscaler and owner annotations and owner reference (podtranslate.metadata); the rewritten
+      host paths (podtranslate.hostpath) and `/etc/hosts` of a pod with a subdomain (podtranslate.hosts);
       `automountServiceAccountToken: false`; hostname defaults
       to the virtual pod name made a DNS-1123 label (host_pod_hostname); `runtimeClassName` forced when
       `forced_runtime_class` is set;
@@ -169,42 +190,61 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
       service-link variables and the `kubernetes` host alias (podtranslate.environment), and downward-API
       fieldRefs reading the virtual identity from annotations (podtranslate.downward).
     """
+    opts = options or PodOptions()
     meta = vpod["metadata"]
     labels = host_labels(meta.get("labels") or {}, vcluster_name)
     labels[MANAGED_BY] = vcluster_name
     labels[NAMESPACE_LABEL] = meta["namespace"]
-    annotations = dict(meta.get("annotations") or {})
+    own_annotations = meta.get("annotations") or {}
+    annotations = dict(own_annotations)
     annotations.update({OBJECT_NAME: meta["name"], OBJECT_NAMESPACE: meta["namespace"],
                         OBJECT_UID: meta.get("uid", ""), OBJECT_KIND: POD_KIND})
+    annotations.update(metadata.owner_annotations(vpod, own_annotations))
     if (vpod.get("spec") or {}).get("runtimeClassName"):
         annotations[VIRTUAL_RUNTIME_CLASS] = vpod["spec"]["runtimeClassName"]
     spec = copy_json(vpod.get("spec") or {})
-    for k in ("serviceAccountName", "serviceAccount", "priority", "priorityClassName", "overhead"):
+    for k in ("serviceAccountName", "serviceAccount", "overhead"):
         spec.pop(k, None)
+    scheduling.translate_priority(
+        spec, to_host=opts.priority_classes_to_host, from_host=opts.priority_classes_from_host,
+        host_class_name=lambda n: priority_class_host_name(n, host_namespace, vcluster_name),
+        default_class=opts.priority_class_name)
     spec["automountServiceAccountToken"] = False
     if not spec.get("hostname"):
         spec["hostname"] = host_pod_hostname(meta["name"])
+    hosts.rewrite_hosts(spec, annotations, namespace=meta["namespace"], cluster_domain=opts.cluster_domain,
+                        enabled=opts.rewrite_hosts, image=opts.rewrite_hosts_image,
+                        resources=opts.rewrite_hosts_resources)
+    scheduling.translate_images(spec, opts.translate_image)
     if forced_runtime_class:
         spec["runtimeClassName"] = forced_runtime_class
     affinity.translate_affinity(spec, meta["namespace"], vcluster_name, lambda k: host_label_key(k, vcluster_name),
-                                lambda k: affinity.ns_label_key(k, vcluster_name, safe_concat_name))
+                                lambda k: ns_label_key(k, vcluster_name))
+    if opts.enforce_tolerations:
+        spec["tolerations"] = scheduling.add_tolerations(spec.get("tolerations") or [], opts.enforce_tolerations)
     deps = translate_references(spec, meta["name"], lambda n: host_pod_name(n, meta["namespace"], vcluster_name))
+    hostpath.rewrite_host_paths(spec, hostpath.virtual_path(host_namespace, vcluster_name),
+                                physical=opts.physical_host_paths,
+                                host_uid=cluster.host_uid if cluster is not None else lambda uid: None)
+    owners: list[Obj] = []
     if cluster is not None:
+        labels.update(metadata.namespace_labels(cluster.namespace_labels, lambda k: ns_label_key(k, vcluster_name)))
+        if opts.set_owner:
+            owners = metadata.owner_reference(cluster.owner, vpod)
         vspec = vpod.get("spec") or {}
         annotations.update(downward.identity_annotations(vpod))
         downward.translate_downward_api(spec)
         if cluster.service_account:
             spec["serviceAccountName"] = cluster.service_account
-        environment.translate_dns(spec, meta["namespace"], cluster.dns_ip)
+        environment.translate_dns(spec, meta["namespace"], cluster.dns_ip, opts.cluster_domain)
         env = environment.service_environment(cluster.services, vspec.get("enableServiceLinks") is not False,
                                               cluster.kube_ip)
-        environment.add_environment(spec, env, cluster.kube_ip)
-    return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": host_pod_name(meta["name"], meta["namespace"], vcluster_name),
-                     "namespace": host_namespace, "labels": labels, "annotations": annotations},
-        "spec": spec,
-    }, deps
+        environment.add_environment(spec, env, cluster.kube_ip, opts.cluster_domain)
+    host_meta: Obj = {"name": host_pod_name(meta["name"], meta["namespace"], vcluster_name),
+                      "namespace": host_namespace, "labels": labels, "annotations": annotations}
+    if owners:
+        host_meta["ownerReferences"] = owners
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": host_meta, "spec": spec}, deps
 
 
 def host_pod_update(desired: Obj, actual: Obj) -> list[Obj]:
