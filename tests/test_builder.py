@@ -69,11 +69,12 @@ def test_secrets_and_configmaps_are_cached_as_metadata_without_content() -> None
 
 
 @pytest.mark.parametrize(("enabled", "views"), [
-    # the pod controller's views, and RuntimeClasses (both controllers' one view each) with the feature on
+    # the pod controller's views (virtual namespaces: their labels go to host pods), and RuntimeClasses (both
+    # controllers' one view each) with the feature on
     (False, {"virtual/pods", "host/pods", "host/configmaps", "host/secrets", "host/persistentvolumeclaims",
-                    "host/services", "virtual/configmaps", "virtual/secrets", "virtual/services"}),
+             "host/services", "virtual/configmaps", "virtual/secrets", "virtual/services", "virtual/namespaces"}),
     (True, {"virtual/pods", "host/pods", "host/configmaps", "host/secrets", "host/persistentvolumeclaims",
-                   "host/services", "virtual/configmaps", "virtual/secrets", "virtual/services",
+                   "host/services", "virtual/configmaps", "virtual/secrets", "virtual/services", "virtual/namespaces",
                    "host/runtimeclasses.node.k8s.io", "virtual/runtimeclasses.node.k8s.io"}),
 ])
 def test_the_manager_builds_one_informer_per_declared_view(enabled: bool, views: set[str]) -> None:

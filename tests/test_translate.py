@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesim.validation import validate_pod
-from syncer.controllers.translate import host_pod, host_pod_hostname, host_pod_name, host_pod_update, safe_concat_name
+from syncer.controllers.translate import host_pod, host_pod_hostname, host_pod_name, safe_concat_name
 from tests.conftest import pod
 
 Obj = dict[str, Any]
@@ -47,19 +47,6 @@ def test_forced_runtime_class_and_stripped_fields() -> None:
         assert k not in hp["spec"]
     assert hp["spec"]["hostname"] == "p" and hp["metadata"]["namespace"] == "host"
     assert vpod["spec"]["runtimeClassName"] == "gvisor"  # the input is not mutated
-
-
-def test_update_patch_only_touches_changed_synced_fields() -> None:
-    vpod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"a": "1"}},
-            "spec": {"containers": [{"name": "c", "image": "new"}]}}
-    desired = host_pod(vpod, vcluster_name="vc", host_namespace="h")
-    actual = {"metadata": {**desired["metadata"]}, "spec": {"containers": [{"name": "c", "image": "new"}]}}
-    assert host_pod_update(desired, actual) == []
-    actual["spec"]["containers"][0]["image"] = "old"
-    actual["metadata"] = {**desired["metadata"], "labels": {"stale": "x"}}
-    ops = host_pod_update(desired, actual)
-    assert {"op": "replace", "path": "/spec/containers/0/image", "value": "new"} in ops
-    assert {"op": "add", "path": "/metadata/labels", "value": desired["metadata"]["labels"]} in ops
 
 
 def test_hostname_is_a_dns_label() -> None:

@@ -16,7 +16,6 @@ from syncer.controllers.translate import (
     ClusterView,
     host_pod_and_dependencies,
     host_pod_name,
-    host_pod_update,
     is_controlled_by_other,
     pod_shape_error,
     runtime_class_shape_error,
@@ -95,40 +94,6 @@ def test_controlled_by_fences_a_name_whatever_its_value(obj: Obj | None, fenced:
 ])
 def test_runtime_class_shapes(rc: Obj, problem: str | None) -> None:
     assert runtime_class_shape_error(rc) == problem
-
-
-def pod(labels: Obj, annotations: Obj, images: dict[str, str], init: dict[str, str] | None = None,
-        deadline: int | None = None) -> Obj:
-    spec: Obj = {"containers": [{"name": n, "image": i} for n, i in images.items()]}
-    if init is not None:
-        spec["initContainers"] = [{"name": n, "image": i} for n, i in init.items()]
-    if deadline is not None:
-        spec["activeDeadlineSeconds"] = deadline
-    return {"metadata": {"labels": labels, "annotations": annotations}, "spec": spec}
-
-
-def test_an_update_changes_only_the_mutable_synced_fields() -> None:
-    actual = pod({"a": "1"}, {"n": "x"}, {"app": "nginx:1", "side": "envoy:1"}, {"init": "busybox:1"})
-    desired = pod({"a": "2"}, {"n": "x"}, {"side": "envoy:2", "app": "nginx:1"}, {"init": "busybox:2"}, deadline=60)
-    assert host_pod_update(desired, actual) == [
-        {"op": "add", "path": "/metadata/labels", "value": {"a": "2"}},
-        {"op": "test", "path": "/spec/initContainers/0/name", "value": "init"},
-        {"op": "replace", "path": "/spec/initContainers/0/image", "value": "busybox:2"},
-        {"op": "test", "path": "/spec/containers/1/name", "value": "side"},  # matched by name, not position
-        {"op": "replace", "path": "/spec/containers/1/image", "value": "envoy:2"},
-        {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": 60},
-    ]
-
-
-def test_an_update_of_annotations_and_nothing_when_in_sync() -> None:
-    actual = pod({"a": "1"}, {}, {"app": "nginx:1"}, deadline=30)
-    desired = pod({"a": "1"}, {"n": "y"}, {"app": "nginx:1", "new": "x:1"}, deadline=30)
-    assert host_pod_update(desired, actual) == [{"op": "add", "path": "/metadata/annotations", "value": {"n": "y"}}]
-    assert host_pod_update(actual, actual) == []
-    # a desired pod without a deadline never removes the host's (activeDeadlineSeconds cannot be unset)
-    assert host_pod_update(pod({"a": "1"}, {}, {"app": "nginx:1"}), actual) == []
-    # a host pod without labels or annotations maps compares as empty maps
-    assert host_pod_update(pod({}, {}, {}), {"metadata": {}, "spec": {}}) == []
 
 
 def test_status_is_copied_field_by_field_and_removed_fields_are_nulled() -> None:
@@ -287,7 +252,11 @@ def test_the_whole_host_pod_of_a_workload() -> None:
                 "vcluster.loft.sh/name": "web.v2", "vcluster.loft.sh/namespace": "team", "vcluster.loft.sh/uid": "u-1",
                 "vcluster.loft.sh/service-account-name": "builder", "vcluster.loft.sh/labels": 'app="web"',
                 # translator.go: a pod without a controller is not safe to evict (nothing recreates it)
-                "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}},
+                "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+                # the base of the next three-way merge: each synced key with the first 10 hex digits of the
+                # SHA-256 of its value
+                "runtimeclass-syncer.io/synced-annotations":
+                    '{"note":"' + hashlib.sha256(b"x").hexdigest()[:10] + '"}'}},
         "spec": {
             "runtimeClassName": "gvisor", "enableServiceLinks": False, "automountServiceAccountToken": False,
             "hostname": "web-v2", "serviceAccountName": "vc-workload-vc", "dnsPolicy": "None",
@@ -314,7 +283,8 @@ def test_a_forced_class_and_no_cluster_view() -> None:
     assert hpod["metadata"]["annotations"] == {
         "vcluster.loft.sh/object-name": "p", "vcluster.loft.sh/object-namespace": "ns",
         "vcluster.loft.sh/object-uid": "", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
-        "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+        "cluster-autoscaler.kubernetes.io/safe-to-evict": "false", "vcluster.loft.sh/labels": "",
+        "runtimeclass-syncer.io/synced-annotations": "{}"}
     assert hpod["spec"] == {"hostname": "mine", "containers": [], "automountServiceAccountToken": False,
                             "runtimeClassName": "kata"}
 

@@ -26,9 +26,9 @@ from typing import Any
 
 from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
-from syncer.controllers import gate, podplan, policy, translate
+from syncer.controllers import gate, podplan, podupdate, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens
-from syncer.controllers.podtranslate import tokens
+from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency
 from syncer.controllers.refusal import Refusal
 from syncer.controllers.sources import (
@@ -93,6 +93,11 @@ def _host_rc_index(hpod: Cached) -> list[str]:
 def _virtual_key_of_host_pod(hpod: Cached) -> list[str]:
     key = translate.virtual_key_of_host_pod({"metadata": cached_field(hpod, "metadata")})
     return [key] if key is not None else []
+
+
+def _labels_changed(old: Cached, new: Cached) -> bool:
+    """A namespace whose labels changed."""
+    return bool(cached_field(old, "metadata").get("labels") != cached_field(new, "metadata").get("labels"))
 
 
 def _pod_changed(old: Cached, new: Cached) -> bool:
@@ -167,10 +172,9 @@ class PodReconciler:
         self.virtual_objects = {kind: factory.store(sources.virtual_objects(kind)) for kind in FORCE_SYNC_RESOURCES}
         self.virtual_services = factory.store(sources.virtual_services)
         factory.index(sources.virtual_services, NAMESPACE_INDEX, _namespace_index)
-        self.namespaces: Store | None = None
-        if policy is not None:
-            self.namespaces = factory.store(sources.virtual_namespaces)
-            factory.index(sources.virtual_pods, NAMESPACE_INDEX, _namespace_index)
+        self.namespaces = factory.store(sources.virtual_namespaces)
+        factory.index(sources.virtual_pods, NAMESPACE_INDEX, _namespace_index)
+        self.options = PodOptions.from_config(config)
         self.tokens = ServiceAccountTokens(virtual, host, host_namespace=self.host_namespace,
                                            vcluster_name=self.vcluster_name, use_secrets=config.use_secrets_for_tokens,
                                            host_secrets=self.host_objects[SECRET])
@@ -192,7 +196,8 @@ class PodReconciler:
         - watches host RuntimeClasses whose gate view changed (exists, being deleted, matches): the pods that
           name them, the host pods synced with them, and every pod when it is a policy default;
         - watches the host objects pods wait for, and the virtual ConfigMaps/Secrets they mark: the waiting pods;
-        - with a policy, watches virtual namespaces: their pods (a namespace's labels choose its entry).
+        - watches virtual namespaces whose labels changed: their pods (the labels go to host pods as ns-labels,
+          and choose a namespace's runtime policy entry).
         A re-list of pods or RuntimeClasses enqueues every pod: a watch gap may have hidden any change.
         """
         s = self.sources
@@ -206,9 +211,8 @@ class PodReconciler:
         for kind in FORCE_SYNC_RESOURCES:
             b.watches(s.virtual_objects(kind), functools.partial(self._waiting_for_virtual_object, kind),
                       on_delete=False)
-        if self.namespaces is not None:
-            b.watches(s.virtual_namespaces, lambda ns: self.virtual_pods.keys_by_index(NAMESPACE_INDEX, object_key(ns)),
-                      on_delete=False)
+        b.watches(s.virtual_namespaces, lambda ns: self.virtual_pods.keys_by_index(NAMESPACE_INDEX, object_key(ns)),
+                  predicate=_labels_changed, on_delete=False)
         return b
 
     def all_pod_keys(self) -> list[str]:
@@ -331,9 +335,7 @@ class PodReconciler:
             d = self.decide(meta["name"], named)
             return policy.Resolution(d.allowed, named, False, d.refusal, meta["name"])
         ns = meta["namespace"]
-        ns_obj = self.namespaces.get(ns) if self.namespaces is not None else None
-        labels = cached_field(ns_obj, "metadata").get("labels") if ns_obj is not None else None
-        effective = self.policy.effective(ns, labels if isinstance(labels, dict) else None)
+        effective = self.policy.effective(ns, self._namespace_labels(ns))
         return policy.resolve(self.config, effective, meta["name"], named, self.host_rcs.get,
                               lambda: policy.usable_classes(self.config, effective, (
                                   self.host_rcs.full(k) or {} for k in self.host_rcs.list_keys())))
@@ -431,22 +433,13 @@ class PodReconciler:
         await self.recorder.record(PODS, vpod, "Warning", "Orphaned", message, ACTION)
 
     async def _update(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision, *, unchanged: bool = False) -> None:
-        """Patch the host pod's mutable fields to the translation of `vpod` (skipped when `unchanged`: both
-        pods are as this process created them), bind the virtual pod and copy the host pod's status."""
-        hname = hpod["metadata"]["name"]
-        ops: list[Obj] = []
+        """Bring the pod pair together (podupdate.py: the virtual pod's labels and annotations the host changed,
+        then the host pod's metadata and mutable spec, new ephemeral containers, resized containers and
+        readiness-gate conditions; skipped when `unchanged`: both pods are as this process created them), bind
+        the virtual pod and copy the host pod's status."""
         if not unchanged:
-            desired = self._translate(vpod)[0]
-            ann = desired["metadata"]["annotations"]  # the tokens the host pod was created with stay
-            ann.update({k: v for k, v in (hpod["metadata"].get("annotations") or {}).items()
-                        if k.startswith(tokens.TOKEN_ANNOTATION_PREFIX)})
-            ops = translate.host_pod_update(desired, hpod)
-        if ops:
-            await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json"))
-            self.metrics.pods_synced.labels(decision.runtime_class).inc()
-            log.info("updated host pod %s/%s from virtual pod %s/%s: %s changed", self.host_namespace, hname,
-                     vpod["metadata"]["namespace"], vpod["metadata"]["name"],
-                     ", ".join(dict.fromkeys(str(op.get("path")) for op in ops if op.get("op") != "test")))
+            plan = podupdate.plan_update(self._translate(vpod)[0], hpod, vpod, vcluster_name=self.vcluster_name)
+            await self._apply_update(vpod, hpod, plan, decision)
         meta = vpod["metadata"]
         # The status is copied whatever happens to the binding: a virtual API server without
         # pods/binding, or RBAC without it, must still show the pod Running.
@@ -460,6 +453,42 @@ class PodReconciler:
                     raise
         if bind_error is not None:
             raise bind_error  # retried with backoff, reported once per cause
+
+    async def _apply_update(self, vpod: Obj, hpod: Obj, plan: podupdate.PodUpdate,
+                            decision: gate.GateDecision) -> None:
+        """Carry out `plan`: the virtual pod's metadata first (so that a failure between the two writes leaves
+        the base on the host older, never newer, than the virtual pod), then the host writes."""
+        meta, hname = vpod["metadata"], hpod["metadata"]["name"]
+        what: list[str] = []
+        if plan.virtual_metadata is not None:
+            await self.virtual.patch(PODS, meta["name"], plan.virtual_metadata, meta["namespace"])
+            log.info("updated virtual pod %s/%s from host pod %s/%s: %s changed on the host", meta["namespace"],
+                     meta["name"], self.host_namespace, hname, ", ".join(
+                         f"metadata.{k}" for k in plan.virtual_metadata["metadata"] if k != "resourceVersion"))
+        if plan.host_ops:
+            ops = plan.host_ops
+            await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json"))
+            what += [str(op.get("path")) for op in ops if op.get("op") != "test"]
+        if plan.ephemeral:
+            have = bool(hpod["spec"].get("ephemeralContainers"))
+            eph = ([{"op": "add", "path": "/spec/ephemeralContainers/-", "value": c} for c in plan.ephemeral] if have
+                   else [{"op": "add", "path": "/spec/ephemeralContainers", "value": plan.ephemeral}])
+            await self._write(vpod, lambda: self.host.patch(PODS, hname, eph, self.host_namespace, patch_type="json",
+                                                            subresource="ephemeralcontainers"))
+            what += [f"ephemeral container {c.get('name')}" for c in plan.ephemeral]
+        if plan.resize:
+            resize = podupdate.resize_ops(hpod, plan.resize)
+            await self._write(vpod, lambda: self.host.patch(PODS, hname, resize, self.host_namespace,
+                                                            patch_type="json", subresource="resize"))
+            what += [f"resources of container {c['name']}" for c in plan.resize]
+        if plan.host_conditions is not None:
+            await self.host.patch(PODS, hname, {"status": {"conditions": plan.host_conditions}}, self.host_namespace,
+                                  subresource="status")
+            what.append("readiness-gate conditions")
+        if what:
+            self.metrics.pods_synced.labels(decision.runtime_class).inc()
+            log.info("updated host pod %s/%s from virtual pod %s/%s: %s changed", self.host_namespace, hname,
+                     meta["namespace"], meta["name"], ", ".join(dict.fromkeys(what)))
 
     async def _bind(self, vpod: Obj, node: str | None) -> Exception | None:
         """Bind the virtual pod to the host pod's node (`pods/binding`, as a scheduler does) unless it is
@@ -499,17 +528,39 @@ class PodReconciler:
         dns = self._service_ip(dns_name)
         services = [svc for k in self.virtual_services.keys_by_index(NAMESPACE_INDEX, ns)
                     if (svc := self.virtual_services.get(k)) is not None]
+        svc_store = self.host_objects.get(SERVICE)
+        svc = svc_store.get(f"{self.host_namespace}/{self.vcluster_name}") if svc_store is not None else None
         view = translate.ClusterView(kube or "", dns or "", services,
-                                     self.config.workload_service_account(self.vcluster_name))
+                                     self.config.workload_service_account(self.vcluster_name),
+                                     namespace_labels=self._namespace_labels(ns),
+                                     owner=(svc.get("metadata") or {}) if svc is not None else None,
+                                     host_uid=self._host_uid)
         desired, deps = translate.host_pod_and_dependencies(
             vpod, vcluster_name=self.vcluster_name, host_namespace=self.host_namespace,
-            forced_runtime_class=self.config.forced_runtime_class or default, cluster=view)
+            forced_runtime_class=self.config.forced_runtime_class or default, cluster=view, options=self.options)
         if SERVICE in self.host_objects:
             deps.append(Dependency(SERVICE, f"{self.host_namespace}/{self.vcluster_name}", self.vcluster_name, False,
                                    "env KUBERNETES_SERVICE_HOST"))
             if (vpod.get("spec") or {}).get("dnsPolicy", "ClusterFirst") in ("ClusterFirst", "ClusterFirstWithHostNet"):
                 deps.append(Dependency(SERVICE, "/".join(DNS_SERVICE), dns_name, False, "spec.dnsPolicy"))
         return desired, deps
+
+    def _namespace_labels(self, namespace: str) -> dict[str, Any] | None:
+        """The labels of virtual namespace `namespace` from the cache (None when it is not cached)."""
+        ns_obj = self.namespaces.get(namespace)
+        labels = cached_field(ns_obj, "metadata").get("labels") if ns_obj is not None else None
+        return labels if isinstance(labels, dict) else ({} if ns_obj is not None else None)
+
+    def _host_uid(self, virtual_uid: str) -> str | None:
+        """The uid of the host pod of the virtual pod with uid `virtual_uid` (a kubelet host path names it)."""
+        for key in self.virtual_pods.list_keys():
+            vpod = self.virtual_pods.get(key)
+            if vpod is not None and sub_field(vpod, "metadata", "uid") == virtual_uid:
+                ns, name = split_key(key)
+                hpod = self.host_pods.get(self.host_key(ns or "", name))
+                uid = sub_field(hpod, "metadata", "uid") if hpod is not None else None
+                return uid if isinstance(uid, str) else None
+        return None
 
     def _service_ip(self, name: str) -> str | None:
         store = self.host_objects.get(SERVICE)

@@ -5,13 +5,15 @@ read (the rest of a kept field packed as compact JSON; see kube/cache.py).
 | source                                   | kept                                                     |
 |------------------------------------------|----------------------------------------------------------|
 | virtual pods                             | whole; identity, class, node and start time decoded      |
-| host pods (this vcluster's, by label)    | identity, labels, annotations, container names/images,   |
-|                                          | activeDeadlineSeconds, class, node, status               |
+| host pods (this vcluster's, by label)    | identity, labels, annotations, container names, images   |
+|                                          | and resources, ephemeral container names, tolerations,   |
+|                                          | scheduling gates, activeDeadlineSeconds, class, node,    |
+|                                          | status                                                   |
 | host and virtual RuntimeClasses          | whole; identity and labels decoded                       |
 | host/virtual ConfigMaps, Secrets, PVCs   | metadata only (server-side), then identity and the       |
 |                                          | force-sync annotation: no content enters the process     |
 | host and virtual Services                | identity, ClusterIP, ports                               |
-| virtual namespaces (runtime policy)      | metadata only; identity decoded                          |
+| virtual namespaces (ns-labels, policy)   | metadata only; identity decoded                          |
 """
 
 from __future__ import annotations
@@ -89,7 +91,8 @@ class Sources:
 
     @property
     def virtual_namespaces(self) -> Source:
-        """Virtual namespaces, metadata only (the runtime policy's selector entries read their labels)."""
+        """Virtual namespaces, metadata only (their labels go to host pods as ns-labels; the runtime policy's
+        selector entries read them)."""
         return Source("virtual", NAMESPACES, metadata_only=True)
 
 
@@ -115,7 +118,14 @@ def _host_pod(obj: Obj) -> Obj:
                                       "deletionTimestamp") if k in meta}
     keep_spec: Obj = {f: [{"name": c.get("name"), "image": c.get("image")} for c in spec.get(f) or []
                           if isinstance(c, dict)] for f in ("containers", "initContainers")}
-    for k in ("activeDeadlineSeconds", "runtimeClassName", "nodeName"):
+    for kept, c in zip(keep_spec["containers"], [c for c in spec.get("containers") or [] if isinstance(c, dict)],
+                       strict=True):
+        if c.get("resources"):
+            kept["resources"] = c["resources"]
+    if spec.get("ephemeralContainers"):
+        keep_spec["ephemeralContainers"] = [{"name": c.get("name")} for c in spec["ephemeralContainers"]
+                                            if isinstance(c, dict)]
+    for k in ("activeDeadlineSeconds", "runtimeClassName", "nodeName", "tolerations", "schedulingGates"):
         if k in spec:
             keep_spec[k] = spec[k]
     out: Obj = {"metadata": keep_meta, "spec": keep_spec}

@@ -200,6 +200,9 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     annotations.update({OBJECT_NAME: meta["name"], OBJECT_NAMESPACE: meta["namespace"],
                         OBJECT_UID: meta.get("uid", ""), OBJECT_KIND: POD_KIND})
     annotations.update(metadata.owner_annotations(vpod, own_annotations))
+    # the bases of the next three-way merge of labels and annotations (podtranslate/metadata.py)
+    annotations[metadata.LABELS] = metadata.labels_annotation(meta.get("labels") or {})
+    annotations[metadata.SYNCED_ANNOTATIONS] = metadata.synced_annotations(own_annotations)
     if (vpod.get("spec") or {}).get("runtimeClassName"):
         annotations[VIRTUAL_RUNTIME_CLASS] = vpod["spec"]["runtimeClassName"]
     spec = copy_json(vpod.get("spec") or {})
@@ -247,32 +250,6 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     return {"apiVersion": "v1", "kind": "Pod", "metadata": host_meta, "spec": spec}, deps
 
 
-def host_pod_update(desired: Obj, actual: Obj) -> list[Obj]:
-    """JSON-patch operations that bring an existing host pod's mutable, synced fields (labels,
-    annotations, container images, activeDeadlineSeconds) to the desired ones. Empty when in sync.
-
-    Each image change is guarded by a `test` of the container's name, so a concurrently changed
-    container list fails the patch instead of updating the wrong container.
-    """
-    ops: list[Obj] = []
-    dmeta, ameta = desired["metadata"], actual.get("metadata") or {}
-    for k in ("labels", "annotations"):
-        if (ameta.get(k) or {}) != dmeta[k]:
-            ops.append({"op": "add", "path": f"/metadata/{k}", "value": dmeta[k]})
-    dspec, aspec = desired.get("spec") or {}, actual.get("spec") or {}
-    for field in ("initContainers", "containers"):
-        want = {c.get("name"): c.get("image") for c in dspec.get(field) or []}
-        for i, c in enumerate(aspec.get(field) or []):
-            image = want.get(c.get("name"))
-            if image is not None and image != c.get("image"):
-                ops.append({"op": "test", "path": f"/spec/{field}/{i}/name", "value": c.get("name")})
-                ops.append({"op": "replace", "path": f"/spec/{field}/{i}/image", "value": image})
-    if dspec.get("activeDeadlineSeconds") != aspec.get("activeDeadlineSeconds") and \
-            dspec.get("activeDeadlineSeconds") is not None:
-        ops.append({"op": "add", "path": "/spec/activeDeadlineSeconds", "value": dspec["activeDeadlineSeconds"]})
-    return ops
-
-
 def virtual_key_of_host_pod(hpod: Obj) -> str | None:
     """`namespace/name` of the virtual pod a host pod was synced from (from its annotations)."""
     ann = (hpod.get("metadata") or {}).get("annotations")
@@ -284,8 +261,16 @@ def virtual_key_of_host_pod(hpod: Obj) -> str | None:
 
 def status_update(hpod: Obj, vpod: Obj) -> Obj | None:
     """A merge patch for the virtual pod's status subresource that copies the host pod's status
-    fields (STATUS_FIELDS; a field the host no longer has is removed), or None when they are equal."""
-    hs, vs = hpod.get("status") or {}, vpod.get("status") or {}
+    fields (STATUS_FIELDS; a field the host no longer has is removed), or None when they are equal. The
+    conditions of the pod's readiness gates stay the virtual pod's (a controller in the virtual cluster sets
+    them; they go the other way, podupdate.py)."""
+    hs, vs = dict(hpod.get("status") or {}), vpod.get("status") or {}
+    gates = [str(g.get("conditionType")) for g in (vpod.get("spec") or {}).get("readinessGates") or []
+             if isinstance(g, dict)]
+    if gates:
+        own = [c for c in vs.get("conditions") or [] if isinstance(c, dict) and c.get("type") in gates]
+        hs["conditions"] = [c for c in hs.get("conditions") or [] if isinstance(c, dict)
+                            and c.get("type") not in gates] + own or None
     patch = {f: hs.get(f) for f in STATUS_FIELDS if hs.get(f) != vs.get(f)}
     return {"status": patch} if patch else None
 

@@ -1,0 +1,215 @@
+"""What changes on a synced pod pair after the host pod exists (pure): the host pod's mutable spec, both pods'
+labels and annotations, the host's ephemeral containers and container resources, and readiness gates.
+
+Follows vcluster's pod syncer (`syncer.go`: `Sync`, `resizeHostPodContainerResourcesInPlace`;
+`ephemeral_containers.go`: `syncEphemeralContainers`; `translate/diff.go`: `Diff`, `calcSpecDiff`,
+`conditionsCopyBidirectional`), with the differences named below.
+
+- container and init container images, virtual -> host: the translated image (`translateImage`);
+- `activeDeadlineSeconds`, virtual -> host: set when the virtual pod sets it (a real server refuses removing it);
+- `schedulingGates`, virtual -> host: the virtual pod's (a gate removed in the virtual cluster goes on the host);
+- tolerations, virtual -> host: the virtual pod's and the enforced ones, then every toleration only the host has
+  (its RuntimeClass and DefaultTolerationSeconds admission added them; a real server refuses removing one);
+- ephemeral containers, virtual -> host: each new one, translated, through `pods/ephemeralcontainers`
+  (`kubectl debug` in the virtual cluster);
+- container cpu/memory, virtual -> host: through `pods/resize`, for the cpu and memory values the virtual pod
+  sets (**different:** vcluster compares whole resources, so a host LimitRange's defaults would be resized
+  away again and again);
+- labels and annotations, both ways: the three-way merge of podtranslate/metadata.py (**different:**
+  level-triggered, its base stored on the host pod); namespace labels and vcluster's own keys always the
+  translation's;
+- readiness-gate conditions, virtual -> host: the virtual pod's conditions of its `readinessGates` types go to
+  the host pod's status, where the kubelet reads them; every other condition goes host -> virtual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncer.controllers import translate
+from syncer.controllers.podtranslate import downward, hosts, metadata, tokens
+
+Obj = dict[str, Any]
+# Annotations the translation derives: they go to the host as translated, never come back, and are not merged.
+DERIVED_ANNOTATIONS = frozenset({
+    translate.OBJECT_NAME, translate.OBJECT_NAMESPACE, translate.OBJECT_UID, translate.OBJECT_KIND,
+    translate.VIRTUAL_RUNTIME_CLASS, downward.NAME, downward.NAMESPACE, downward.UID, downward.SERVICE_ACCOUNT_NAME,
+    downward.LABELS, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD, metadata.OWNER_REFERENCES,
+    metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS})
+_SYSTEM_LABELS = (translate.MANAGED_BY, translate.NAMESPACE_LABEL)
+RESIZABLE = ("cpu", "memory")
+
+
+def derived_annotation(key: str) -> bool:
+    """True for an annotation the translation derives (DERIVED_ANNOTATIONS, service-account tokens)."""
+    return key in DERIVED_ANNOTATIONS or key.startswith(tokens.TOKEN_ANNOTATION_PREFIX)
+
+
+def _system_label(key: str) -> bool:
+    return key in _SYSTEM_LABELS or key.startswith(metadata.NS_LABEL_PREFIX)
+
+
+def host_label_key(key: str, vcluster_name: str) -> str | None:
+    """The host key of virtual label `key`, None for a key that forges a rewritten one (translate.host_labels)."""
+    if any(key == translate.host_label_key(k, vcluster_name) for k in translate.TRANSLATED_LABELS):
+        return None
+    return translate.host_label_key(key, vcluster_name)
+
+
+def virtual_label_key(key: str, vcluster_name: str) -> str | None:
+    """The virtual key of host label `key` (vcluster's `VirtualLabel`), None for the syncer's own labels, a raw
+    key vcluster rewrites (`release`...), and another vcluster's rewritten keys."""
+    if _system_label(key) or key in translate.TRANSLATED_LABELS:
+        return None
+    for k in translate.TRANSLATED_LABELS:
+        if translate.host_label_key(k, vcluster_name) == key:
+            return k
+    return None if key.startswith(translate.LABEL_PREFIX + "-") else key
+
+
+@dataclass
+class PodUpdate:
+    """The writes that bring a synced pod pair together.
+
+    Attributes:
+        host_ops: JSON-patch operations on the host pod (labels, annotations, mutable spec).
+        virtual_metadata: a merge patch of the virtual pod's labels and annotations (host changes coming back),
+            with its resourceVersion as a precondition; None when nothing comes back.
+        ephemeral: translated ephemeral containers to add on the host (`pods/ephemeralcontainers`).
+        resize: `[{"name", "resources"}]` for the host pod's `pods/resize`.
+        host_conditions: the host pod's new `status.conditions` (readiness gates), None when in sync.
+    """
+
+    host_ops: list[Obj] = field(default_factory=list)
+    virtual_metadata: Obj | None = None
+    ephemeral: list[Obj] = field(default_factory=list)
+    resize: list[Obj] = field(default_factory=list)
+    host_conditions: list[Obj] | None = None
+
+
+def _map_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> Obj:
+    """A merge patch turning map `old` into `new` (removed keys as null)."""
+    patch: Obj = {k: v for k, v in new.items() if old.get(k) != v}
+    patch.update({k: None for k in old if k not in new})
+    return patch
+
+
+def merge_metadata(desired: Obj, host: Obj, vpod: Obj, vcluster_name: str) -> tuple[Obj, Obj, Obj, Obj]:
+    """The three-way merge of labels and annotations (podtranslate/metadata.py): returns (virtual labels, virtual
+    annotations, host labels, host annotations) as they should be."""
+    vmeta, hmeta, dmeta = vpod.get("metadata") or {}, host.get("metadata") or {}, desired["metadata"]
+    v_labels, v_ann = vmeta.get("labels") or {}, vmeta.get("annotations") or {}
+    h_labels, h_ann = hmeta.get("labels") or {}, hmeta.get("annotations") or {}
+    new_vl, new_hl = metadata.merge_labels(
+        v_labels, {k: v for k, v in h_labels.items() if not _system_label(k)}, h_ann.get(metadata.LABELS),
+        to_host=lambda k: host_label_key(k, vcluster_name), to_virtual=lambda k: virtual_label_key(k, vcluster_name))
+    new_hl.update({k: v for k, v in dmeta["labels"].items() if _system_label(k)})
+    new_va, new_ha = metadata.merge_annotations(v_ann, h_ann, excluded=derived_annotation)
+    for k in [k for k in new_ha if derived_annotation(k) and not k.startswith(tokens.TOKEN_ANNOTATION_PREFIX)]:
+        if k not in dmeta["annotations"]:
+            del new_ha[k]
+    new_ha.update({k: v for k, v in dmeta["annotations"].items() if derived_annotation(k)})
+    new_ha[metadata.LABELS] = metadata.labels_annotation(new_vl)
+    new_ha[metadata.SYNCED_ANNOTATIONS] = metadata.synced_annotations(
+        {k: v for k, v in new_va.items() if not derived_annotation(k)})
+    return new_vl, new_va, new_hl, new_ha
+
+
+def _tolerations(desired: Sequence[Any], host: Sequence[Any]) -> list[Any]:
+    return [*desired, *(t for t in host if t not in desired)]
+
+
+def _resize(desired: Sequence[Any], host: Sequence[Any]) -> list[Obj]:
+    """The containers whose cpu/memory requests or limits the virtual pod sets to other values than the host's."""
+    have = {c.get("name"): c.get("resources") or {} for c in host if isinstance(c, dict)}
+    out: list[Obj] = []
+    for c in desired:
+        if not isinstance(c, dict) or c.get("name") not in have:
+            continue
+        want, got = c.get("resources") or {}, have[c["name"]]
+        changed = {kind: {r: q for r, q in (want.get(kind) or {}).items() if r in RESIZABLE}
+                   for kind in ("requests", "limits")}
+        if any((got.get(kind) or {}).get(r) != q for kind, rs in changed.items() for r, q in rs.items()):
+            out.append({"name": c["name"], "resources": {k: v for k, v in changed.items() if v}})
+    return out
+
+
+def resize_ops(host: Obj, resize: Sequence[Obj]) -> list[Obj]:
+    """JSON-patch operations for `pods/resize`: each container's resources with the new cpu/memory values, guarded
+    by a `test` of the container's name."""
+    ops: list[Obj] = []
+    want = {r["name"]: r["resources"] for r in resize}
+    for i, c in enumerate((host.get("spec") or {}).get("containers") or []):
+        if not isinstance(c, dict) or c.get("name") not in want:
+            continue
+        resources = {k: dict(v) for k, v in (c.get("resources") or {}).items() if isinstance(v, dict)}
+        for kind, values in want[c["name"]].items():
+            resources.setdefault(kind, {}).update(values)
+        ops.append({"op": "test", "path": f"/spec/containers/{i}/name", "value": c["name"]})
+        ops.append({"op": "add", "path": f"/spec/containers/{i}/resources", "value": resources})
+    return ops
+
+
+def gate_types(vpod: Obj) -> list[str]:
+    """The condition types of the pod's `readinessGates`."""
+    return [str(g.get("conditionType")) for g in (vpod.get("spec") or {}).get("readinessGates") or []
+            if isinstance(g, dict) and g.get("conditionType")]
+
+
+def host_gate_conditions(vpod: Obj, host: Obj) -> list[Obj] | None:
+    """The host pod's conditions with those of the pod's readiness gates taken from the virtual pod, or None when
+    they already agree (or the pod has no gates)."""
+    types = gate_types(vpod)
+    if not types:
+        return None
+    virtual = {c.get("type"): c for c in (vpod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
+    current = [c for c in (host.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+    want = [c for c in current if c.get("type") not in types]
+    want += [virtual[t] for t in types if t in virtual]
+    have = {c.get("type"): c for c in current}
+    if all(have.get(t) == virtual.get(t) for t in types if t in virtual):
+        return None
+    return want
+
+
+def plan_update(desired: Obj, host: Obj, vpod: Obj, *, vcluster_name: str) -> PodUpdate:
+    """Compare the translation `desired` of `vpod` with the `host` pod; returns the writes (the table of this
+    module's docstring). Each image change is guarded by a `test` of the container's name."""
+    out = PodUpdate()
+    new_vl, new_va, new_hl, new_ha = merge_metadata(desired, host, vpod, vcluster_name)
+    vmeta, hmeta = vpod.get("metadata") or {}, host.get("metadata") or {}
+    vpatch: Obj = {}
+    if (lp := _map_patch(vmeta.get("labels") or {}, new_vl)):
+        vpatch["labels"] = lp
+    if (ap := _map_patch(vmeta.get("annotations") or {}, new_va)):
+        vpatch["annotations"] = ap
+    if vpatch:
+        out.virtual_metadata = {"metadata": {"resourceVersion": vmeta.get("resourceVersion"), **vpatch}}
+    for k, new in (("labels", new_hl), ("annotations", new_ha)):
+        if (hmeta.get(k) or {}) != new:
+            out.host_ops.append({"op": "add", "path": f"/metadata/{k}", "value": new})
+    dspec, hspec = desired.get("spec") or {}, host.get("spec") or {}
+    for fld in ("initContainers", "containers"):
+        want = {c.get("name"): c.get("image") for c in dspec.get(fld) or []}
+        for i, c in enumerate(hspec.get(fld) or []):
+            image = want.get(c.get("name"))
+            if image is not None and image != c.get("image"):
+                out.host_ops.append({"op": "test", "path": f"/spec/{fld}/{i}/name", "value": c.get("name")})
+                out.host_ops.append({"op": "replace", "path": f"/spec/{fld}/{i}/image", "value": image})
+    ads = dspec.get("activeDeadlineSeconds")
+    if ads is not None and ads != hspec.get("activeDeadlineSeconds"):
+        out.host_ops.append({"op": "add", "path": "/spec/activeDeadlineSeconds", "value": ads})
+    gates = dspec.get("schedulingGates") or []
+    if gates != (hspec.get("schedulingGates") or []):
+        out.host_ops.append({"op": "add", "path": "/spec/schedulingGates", "value": gates})
+    tolerations = _tolerations(dspec.get("tolerations") or [], hspec.get("tolerations") or [])
+    if tolerations != (hspec.get("tolerations") or []):
+        out.host_ops.append({"op": "add", "path": "/spec/tolerations", "value": tolerations})
+    have = {c.get("name") for c in hspec.get("ephemeralContainers") or [] if isinstance(c, dict)}
+    out.ephemeral = [c for c in dspec.get("ephemeralContainers") or [] if isinstance(c, dict)
+                     and c.get("name") not in have]
+    out.resize = _resize(dspec.get("containers") or [], hspec.get("containers") or [])
+    out.host_conditions = host_gate_conditions(vpod, host)
+    return out
