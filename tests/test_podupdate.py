@@ -1,0 +1,180 @@
+"""The update of a synced pod pair (syncer/controllers/podupdate.py), rule by rule, with literal expectations from
+vcluster's pod syncer (`translate/diff.go`: `Diff`, `calcSpecDiff`; `syncer.go`; `ephemeral_containers.go`) and
+Kubernetes' pod update rules; the rows where this project differs say so."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from syncer.controllers.podupdate import plan_update, resize_ops
+from syncer.controllers.translate import host_pod, status_update
+
+Obj = dict[str, Any]
+VC = "vc"
+RELEASE_KEY = "vcluster.loft.sh/label-vc-x-" + hashlib.sha256(b"release").hexdigest()[:10]
+
+
+def h(value: str) -> str:
+    """The hash of an annotation value in the synced-annotations base: first 10 hex digits of its SHA-256."""
+    return hashlib.sha256(value.encode()).hexdigest()[:10]
+
+
+def vpod(labels: Obj | None = None, annotations: Obj | None = None, spec: Obj | None = None,
+         status: Obj | None = None) -> Obj:
+    pod: Obj = {"metadata": {"name": "web", "namespace": "team", "uid": "u-1", "resourceVersion": "7",
+                             "labels": labels or {}, "annotations": annotations or {}},
+                "spec": spec or {"containers": [{"name": "app", "image": "nginx:1"}]}}
+    if status is not None:
+        pod["status"] = status
+    return pod
+
+
+def synced(v: Obj) -> Obj:
+    """The host pod as created from `v` (what the host holds right after the create)."""
+    return host_pod(v, vcluster_name=VC, host_namespace="vc-ns")
+
+
+def test_nothing_to_do_right_after_the_create() -> None:
+    v = vpod({"app": "web"}, {"note": "x"})
+    plan = plan_update(synced(v), synced(v), v, vcluster_name=VC)
+    assert (plan.host_ops, plan.virtual_metadata, plan.ephemeral, plan.resize, plan.host_conditions) == (
+        [], None, [], [], None)
+
+
+def test_a_virtual_label_change_goes_to_the_host_and_host_only_labels_stay() -> None:
+    # diff.go LabelsBidirectionalUpdateFunction: a virtual change is merged into the host's labels. A label only
+    # the host has (a webhook's) stays there and, being a host change, comes back (different: vcluster returns
+    # it only when its informer sees it change; here every label the base does not hold is one)
+    before = vpod({"app": "web", "tier": "a", "release": "r1"})
+    host = synced(before)
+    host["metadata"]["labels"]["istio.io/rev"] = "1-22"
+    after = vpod({"app": "web2", "release": "r2"})  # tier removed, app and release changed
+    plan = plan_update(synced(after), host, after, vcluster_name=VC)
+    assert plan.virtual_metadata == {"metadata": {"resourceVersion": "7", "labels": {"istio.io/rev": "1-22"}}}
+    assert plan.host_ops[0] == {"op": "add", "path": "/metadata/labels", "value": {
+        "app": "web2", RELEASE_KEY: "r2", "istio.io/rev": "1-22",
+        "vcluster.loft.sh/managed-by": "vc", "vcluster.loft.sh/namespace": "team"}}
+    ann = plan.host_ops[1]["value"]
+    assert plan.host_ops[1]["path"] == "/metadata/annotations"
+    assert ann["vcluster.loft.sh/labels"] == 'app="web2"\nistio.io/rev="1-22"\nrelease="r2"'  # the new base
+
+
+def test_a_host_label_change_comes_back_to_the_virtual_pod() -> None:
+    # diff.go: when only the host changed (a webhook, a CNI), the change is merged into the virtual pod
+    v = vpod({"app": "web", "tier": "a"})
+    host = synced(v)
+    host["metadata"]["labels"].update({"tier": "b", "mesh": "on"})
+    del host["metadata"]["labels"]["app"]
+    plan = plan_update(synced(v), host, v, vcluster_name=VC)
+    assert plan.virtual_metadata == {"metadata": {"resourceVersion": "7", "labels": {"tier": "b", "mesh": "on",
+                                                                                     "app": None}}}
+    # the host's labels are already right; only the base moves to the merged virtual labels
+    [ann_op] = plan.host_ops
+    assert ann_op["path"] == "/metadata/annotations"
+    assert ann_op["value"]["vcluster.loft.sh/labels"] == 'mesh="on"\ntier="b"'
+
+
+def test_the_syncers_own_labels_never_come_back_and_are_restored_on_the_host() -> None:
+    v = vpod({"app": "web"})
+    host = synced(v)
+    host["metadata"]["labels"]["vcluster.loft.sh/managed-by"] = "other"
+    host["metadata"]["labels"]["vcluster.loft.sh/ns-label-vc-x-0123456789"] = "stale"
+    host["metadata"]["labels"]["release"] = "host-own"  # a raw key vcluster rewrites: never comes back
+    plan = plan_update(synced(v), host, v, vcluster_name=VC)
+    assert plan.virtual_metadata is None
+    assert plan.host_ops[0]["value"] == {"app": "web", "release": "host-own", "vcluster.loft.sh/managed-by": "vc",
+                                         "vcluster.loft.sh/namespace": "team"}
+
+
+def test_annotations_merge_three_ways_and_derived_ones_go_neither_way() -> None:
+    before = vpod(annotations={"a": "1", "b": "1"})
+    host = synced(before)
+    ann = host["metadata"]["annotations"]
+    ann["sidecar.istio.io/status"] = "{}"  # added on the host
+    ann["vcluster.loft.sh/object-name"] = "forged"  # a derived key, changed on the host: restored
+    ann["vcluster.loft.sh/token-abc"] = "tok"  # a token annotation the reconciler added: kept
+    after = vpod(annotations={"a": "2", "b": "1"})
+    plan = plan_update(synced(after), host, after, vcluster_name=VC)
+    assert plan.virtual_metadata == {"metadata": {"resourceVersion": "7",
+                                                  "annotations": {"sidecar.istio.io/status": "{}"}}}
+    new = plan.host_ops[-1]["value"]
+    assert (new["a"], new["b"], new["sidecar.istio.io/status"]) == ("2", "1", "{}")
+    assert new["vcluster.loft.sh/object-name"] == "web"
+    assert new["vcluster.loft.sh/token-abc"] == "tok"
+    assert new["runtimeclass-syncer.io/synced-annotations"] == (
+        '{"a":"' + h("2") + '","b":"' + h("1") + '","sidecar.istio.io/status":"' + h("{}") + '"}')
+
+
+def test_a_host_pod_without_a_base_takes_the_virtual_values_and_returns_nothing() -> None:
+    # a host pod synced before the base existed: the virtual pod wins for its keys; host-only keys stay
+    v = vpod({"app": "web"}, {"a": "1"})
+    host = synced(v)
+    del host["metadata"]["annotations"]["vcluster.loft.sh/labels"]
+    del host["metadata"]["annotations"]["runtimeclass-syncer.io/synced-annotations"]
+    host["metadata"]["labels"]["app"] = "old"
+    host["metadata"]["annotations"]["a"] = "old"
+    host["metadata"]["annotations"]["host"] = "h"
+    plan = plan_update(synced(v), host, v, vcluster_name=VC)
+    assert plan.virtual_metadata is None
+    assert plan.host_ops[0]["value"]["app"] == "web"
+    assert (plan.host_ops[1]["value"]["a"], plan.host_ops[1]["value"]["host"]) == ("1", "h")
+
+
+def test_spec_changes_the_host_accepts() -> None:
+    # calcSpecDiff: images by container name, activeDeadlineSeconds, schedulingGates, tolerations (host-only ones
+    # carried), ephemeral containers (ephemeral_containers.go: only new ones)
+    tol_v = {"key": "gpu", "operator": "Exists"}
+    tol_rc = {"key": "sandbox", "operator": "Exists"}  # added on the host by RuntimeClass admission
+    before = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}, {"name": "side", "image": "envoy:1"}],
+                        "schedulingGates": [{"name": "wait"}]})
+    host = synced(before)
+    host["spec"]["tolerations"] = [tol_rc]
+    host["spec"]["ephemeralContainers"] = [{"name": "debug-1", "image": "busybox"}]
+    after = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}, {"name": "side", "image": "envoy:2"}],
+                       "activeDeadlineSeconds": 60, "tolerations": [tol_v],
+                       "ephemeralContainers": [{"name": "debug-1", "image": "busybox"},
+                                               {"name": "debug-2", "image": "busybox"}]})
+    plan = plan_update(synced(after), host, after, vcluster_name=VC)
+    assert plan.host_ops == [
+        {"op": "test", "path": "/spec/containers/1/name", "value": "side"},
+        {"op": "replace", "path": "/spec/containers/1/image", "value": "envoy:2"},
+        {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": 60},
+        {"op": "add", "path": "/spec/schedulingGates", "value": []},
+        {"op": "add", "path": "/spec/tolerations", "value": [tol_v, tol_rc]},
+    ]
+    assert [c["name"] for c in plan.ephemeral] == ["debug-2"]
+
+
+def test_resize_only_the_cpu_and_memory_the_virtual_pod_sets() -> None:
+    # syncer.go buildHostPodContainersResourcesResizePatch, narrowed: a host LimitRange's default for what the
+    # virtual pod does not set (ephemeral-storage here, limits.memory) is not resized away
+    host = synced(vpod())
+    host["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m", "ephemeral-storage": "1Gi"},
+                                                  "limits": {"memory": "128Mi"}}
+    assert plan_update(synced(vpod(spec={"containers": [{"name": "app", "image": "nginx:1", "resources": {
+        "requests": {"cpu": "100m"}}}]})), host, vpod(), vcluster_name=VC).resize == []
+    v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1",
+                                   "resources": {"requests": {"cpu": "200m", "ephemeral-storage": "2Gi"}}}]})
+    plan = plan_update(synced(v), host, v, vcluster_name=VC)
+    assert plan.resize == [{"name": "app", "resources": {"requests": {"cpu": "200m"}}}]
+    assert resize_ops(host, plan.resize) == [
+        {"op": "test", "path": "/spec/containers/0/name", "value": "app"},
+        {"op": "add", "path": "/spec/containers/0/resources", "value": {
+            "requests": {"cpu": "200m", "ephemeral-storage": "1Gi"}, "limits": {"memory": "128Mi"}}}]
+
+
+def test_readiness_gate_conditions_go_to_the_host_and_stay_on_the_virtual_pod() -> None:
+    # diff.go conditionsCopyBidirectional: a condition a controller in the virtual cluster sets reaches the host
+    # pod, where the kubelet reads it to decide Ready; the host's other conditions come back as before
+    gate = {"type": "example.com/lb", "status": "True"}
+    ready = {"type": "Ready", "status": "False"}
+    v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}],
+                   "readinessGates": [{"conditionType": "example.com/lb"}]}, status={"conditions": [gate]})
+    host = {**synced(v), "status": {"phase": "Running", "conditions": [ready]}}
+    plan = plan_update(synced(v), host, v, vcluster_name=VC)
+    assert plan.host_conditions == [ready, gate]
+    # the status copy back keeps the gate's condition of the virtual pod
+    assert status_update(host, v) == {"status": {"phase": "Running", "conditions": [ready, gate]}}
+    host["status"]["conditions"] = [ready, gate]
+    assert plan_update(synced(v), host, v, vcluster_name=VC).host_conditions is None
