@@ -692,6 +692,18 @@ class EmbeddedAPIServer:
                 errs = validation.validate_pod_status_update(new, old)
                 if errs:
                     raise invalid(res, name, errs)
+        elif sub in ("ephemeralcontainers", "resize"):  # pods only: one part of the spec may change
+            new = copy.deepcopy(old)
+            spec: Obj = body["spec"] if isinstance(body.get("spec"), dict) else {}
+            if sub == "ephemeralcontainers":
+                new["spec"]["ephemeralContainers"] = spec.get("ephemeralContainers")
+                admission.default_pod_spec(new)
+                errs = validation.validate_ephemeral_containers_update(new, old)
+            else:
+                new["spec"]["containers"] = spec.get("containers")
+                errs = validation.validate_resize(new, old)
+            if errs:
+                raise invalid(res, name, errs)
         else:
             new = body
             if "status" in res.subresources:

@@ -1,6 +1,7 @@
 """A stand-in for the scheduler and kubelet of an embedded cluster, over HTTP (tests and demo).
 
-For the pods of one namespace it binds unbound pods to a node, then reports them Running and Ready
+For the pods of one namespace it binds unbound pods without scheduling gates to a node, then reports them
+Running and Ready (Ready only when every readiness gate's condition is True, recomputed when they change)
 with container statuses, pod and host IPs and a start time, and finishes graceful deletion by
 deleting terminating pods with grace 0, as a kubelet does once the containers have stopped. Pods whose
 name is in `hold` are left Pending and unbound (to test what a user sees before a pod starts).
@@ -25,6 +26,24 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
+def ready_condition(pod: Cached, now: str) -> Obj:
+    """The kubelet's `Ready` condition of a pod whose containers are all ready (`GeneratePodReadyCondition`): True
+    unless a readiness gate's condition is missing or not True, then False with reason `ReadinessGatesNotReady` and
+    the kubelet's message."""
+    conditions = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
+    for gate in (pod.get("spec") or {}).get("readinessGates") or []:
+        t = gate.get("conditionType") if isinstance(gate, dict) else None
+        if t not in conditions:
+            msg = f'corresponding condition of pod readiness gate "{t}" does not exist.'
+        elif conditions[t].get("status") != "True":
+            msg = f'the status of pod readiness gate "{t}" is not "True", but {conditions[t].get("status")}'
+        else:
+            continue
+        return {"type": "Ready", "status": "False", "reason": "ReadinessGatesNotReady", "message": msg,
+                "lastTransitionTime": now}
+    return {"type": "Ready", "status": "True", "lastTransitionTime": now}
+
+
 def running_status(pod: Cached, pod_ip: str, host_ip: str) -> Obj:
     """The status a kubelet reports for a started pod whose containers are all ready."""
     now = now_rfc3339()
@@ -32,7 +51,8 @@ def running_status(pod: Cached, pod_ip: str, host_ip: str) -> Obj:
     return {
         "phase": "Running", "podIP": pod_ip, "podIPs": [{"ip": pod_ip}], "hostIP": host_ip,
         "hostIPs": [{"ip": host_ip}], "startTime": now,  # qosClass stays as the API server computed it
-        "conditions": [{"type": t, "status": "True", "lastTransitionTime": now}
+        "conditions": [ready_condition(pod, now) if t == "Ready" else {"type": t, "status": "True",
+                                                                       "lastTransitionTime": now}
                        for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
                                  "PodScheduled")],
         "containerStatuses": [{"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": True,
@@ -90,7 +110,16 @@ class FakeKubelet:
         if pod["metadata"].get("deletionTimestamp"):
             await self.client.delete(PODS, name, self.namespace, grace_period_seconds=0)
         elif not spec.get("nodeName"):
-            await self.client.bind(name, self.namespace, self.node)
+            if not spec.get("schedulingGates"):  # the scheduler leaves a gated pod alone
+                await self.client.bind(name, self.namespace, self.node)
         elif not status.get("startTime"):
             await self.client.patch(PODS, name, {"status": running_status(pod, next(self._ips), self.host_ip)},
                                     self.namespace, subresource="status")
+        else:
+            ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+            want = ready_condition(pod, now_rfc3339())
+            if ready is not None and (ready.get("status"), ready.get("message")) != (want["status"],
+                                                                                  want.get("message")):
+                conditions = [want if c.get("type") == "Ready" else c for c in status.get("conditions") or []]
+                await self.client.patch(PODS, name, {"status": {"conditions": conditions}}, self.namespace,
+                                        subresource="status")

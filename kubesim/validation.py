@@ -25,6 +25,7 @@ import ipaddress
 from typing import Any
 
 from kubesim import fielderrors as fe
+from kubesim import qos
 from kubesim.fielderrors import FieldError
 from syncer.config.selector import label_value_errors, qualified_name_errors
 
@@ -414,7 +415,7 @@ def validate_tolerations(tolerations: Any, path: str) -> list[FieldError]:
 def _updatable_spec(spec: Obj) -> Obj:
     """The spec with what `ValidatePodUpdate` lets change masked out."""
     out = {k: v for k, v in spec.items() if k not in ("activeDeadlineSeconds", "tolerations",
-                                                      "terminationGracePeriodSeconds")}
+                                                      "terminationGracePeriodSeconds", "schedulingGates")}
     for field in ("containers", "initContainers"):
         if isinstance(out.get(field), list):
             out[field] = [{k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c
@@ -424,7 +425,8 @@ def _updatable_spec(spec: Obj) -> Obj:
 
 def validate_pod_update(new: Obj, old: Obj) -> list[FieldError]:
     """`ValidatePodUpdate`: metadata as on create; `activeDeadlineSeconds` may only be set or lowered
-    (0 to 2^31-1), never removed; existing tolerations stay; nothing else in the spec may change."""
+    (0 to 2^31-1), never removed; existing tolerations stay; scheduling gates may only be removed; nothing
+    else in the spec may change."""
     errs = validate_object_meta(new.get("metadata") or {})
     ns, os_ = new.get("spec") or {}, old.get("spec") or {}
     for i, c in _dicts(ns.get("containers")):
@@ -445,9 +447,54 @@ def validate_pod_update(new: Obj, old: Obj) -> list[FieldError]:
         errs.append(fe.forbidden("spec.tolerations", "existing toleration can not be modified except its "
                                                      "tolerationSeconds"))
     errs += validate_tolerations(new_tols, "spec.tolerations")
+    old_gates = [g.get("name") for _, g in _dicts(os_.get("schedulingGates"))]
+    for i, g in _dicts(ns.get("schedulingGates")):
+        if g.get("name") not in old_gates:
+            errs.append(fe.forbidden(f"spec.schedulingGates[{i}]", "only deletion is allowed, but found new "
+                                                                   f"scheduling gate '{g.get('name')}'"))
     if _updatable_spec(ns) != _updatable_spec(os_):
         errs.append(fe.forbidden("spec", POD_UPDATE_FORBIDDEN))
     return errs
+
+
+def validate_ephemeral_containers_update(new: Obj, old: Obj) -> list[FieldError]:
+    """`ValidatePodEphemeralContainersUpdate` (`pods/ephemeralcontainers`): the containers (names unique with the
+    pod's other containers, an image each) may be added, never removed or changed."""
+    ns = new.get("spec") or {}
+    errs = _validate_containers(ns, {str(v.get("name")) for _, v in _dicts(ns.get("volumes"))}, "spec")
+    for i, c in _dicts(ns.get("ephemeralContainers")):
+        if not c.get("image"):
+            errs.append(fe.required(f"spec.ephemeralContainers[{i}].image"))
+    now = {c.get("name"): c for _, c in _dicts(ns.get("ephemeralContainers"))}
+    for i, c in _dicts((old.get("spec") or {}).get("ephemeralContainers")):
+        if c.get("name") not in now:
+            errs.append(fe.forbidden("spec.ephemeralContainers",
+                                     f'existing ephemeral containers "{c.get("name")}" may not be removed\n'))
+        elif now[c.get("name")] != c:
+            errs.append(fe.forbidden(f"spec.ephemeralContainers[{i}]",
+                                     f'existing ephemeral containers "{c.get("name")}" may not be changed\n'))
+    return errs
+
+
+def validate_resize(new: Obj, old: Obj) -> list[FieldError]:
+    """`ValidatePodResize` (`pods/resize`, 1.33+): only the cpu and memory requests and limits of containers may
+    change, and the pod's QoS class may not."""
+    def masked(spec: Obj) -> Obj:
+        out = []
+        for _, c in _dicts(spec.get("containers")):
+            res = {k: {r: q for r, q in (v or {}).items() if r not in ("cpu", "memory")}
+                   for k, v in (c.get("resources") or {}).items() if isinstance(v, dict)}
+            out.append({**{k: v for k, v in c.items() if k not in ("resources", "resizePolicy")},
+                        "resources": {k: v for k, v in res.items() if v}})
+        return {**spec, "containers": out}
+
+    ns, os_ = new.get("spec") or {}, old.get("spec") or {}
+    if not isinstance(ns.get("containers"), list) or masked(ns) != masked(os_):
+        return [fe.forbidden("spec", "only cpu and memory resources are mutable")]
+    if qos.pod_qos(new) != qos.pod_qos(old):
+        return [fe.invalid("metadata.qosClass", qos.pod_qos(new),
+                           "Pod QOS Class may not change as a result of resizing")]
+    return []
 
 
 def validate_pod_status_update(new: Obj, old: Obj) -> list[FieldError]:

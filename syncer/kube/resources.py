@@ -57,7 +57,8 @@ class APIResource:
 
 NAMESPACES = APIResource("", "v1", "namespaces", "Namespace", False, "namespace", ("ns",),
                          ("status",))
-PODS = APIResource("", "v1", "pods", "Pod", True, "pod", ("po",), ("status", "binding"), ("all",))
+PODS = APIResource("", "v1", "pods", "Pod", True, "pod", ("po",),
+                   ("status", "binding", "ephemeralcontainers", "resize"), ("all",))
 EVENTS = APIResource("", "v1", "events", "Event", True, "event", ("ev",))
 RUNTIMECLASSES = APIResource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False, "runtimeclass")
 LEASES = APIResource("coordination.k8s.io", "v1", "leases", "Lease", True, "lease")

@@ -1,0 +1,134 @@
+"""The rest of vcluster's pod sync, over real HTTP with the syncer running: labels and annotations both ways,
+readiness gates, namespace labels, the owner reference to the vcluster Service, scheduling gates, tolerations,
+ephemeral containers (`kubectl debug`), in-place resize and host paths (docs/vcluster-parity.md)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from syncer.kube.resources import NAMESPACES, PODS, SERVICES
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc_config, running_syncer
+from tests.test_pod_lifecycle import kubelet, running, virtual_pod
+from tests.test_pod_sync import hname, host_pods
+
+Obj = dict[str, Any]
+
+
+def host(c: Clusters, name: str) -> Obj:
+    """The host pod of virtual pod default/`name` as stored (the test reads the server's storage directly)."""
+    hp = c.host_server.storage.get(PODS, HOST_NS, hname(name))
+    assert hp is not None, f"no host pod for {name}"
+    return hp
+
+
+def vstored(c: Clusters, name: str, ns: str = "default") -> Obj:
+    vp = c.virtual_server.storage.get(PODS, ns, name)
+    assert vp is not None
+    return vp
+
+
+def condition(p: Obj, kind: str) -> Obj:
+    return next((x for x in (p.get("status") or {}).get("conditions") or [] if x.get("type") == kind), {})
+
+
+async def test_labels_and_annotations_travel_both_ways(clusters: Clusters) -> None:
+    async with running_syncer(clusters, rc_config()):
+        p = pod("web")
+        p["metadata"]["labels"], p["metadata"]["annotations"] = {"app": "web", "tier": "a"}, {"note": "x"}
+        await clusters.virtual.create(PODS, p, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        # a host webhook, CNI or mesh adds a label and an annotation: they reach the virtual pod
+        await clusters.host.patch(PODS, hname("web"), {"metadata": {"labels": {"mesh": "on"}, "annotations": {
+            "k8s.v1.cni.cncf.io/network-status": "[]"}}}, HOST_NS)
+        await eventually(lambda: vstored(clusters, "web")["metadata"]["labels"].get("mesh") == "on"
+                         and "k8s.v1.cni.cncf.io/network-status" in vstored(clusters, "web")["metadata"]["annotations"],
+                         "the host's label and annotation on the virtual pod")
+        # a tenant changes its own: they reach the host, and the host's additions stay
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "b"}, "annotations": {
+            "note": None}}}, "default")
+        await eventually(lambda: host(clusters, "web")["metadata"]["labels"].get("tier") == "b"
+                         and "note" not in host(clusters, "web")["metadata"]["annotations"],
+                         "the tenant's change on the host")
+        h = host(clusters, "web")["metadata"]
+        assert h["labels"]["mesh"] == "on" and h["annotations"]["k8s.v1.cni.cncf.io/network-status"] == "[]"
+        assert h["annotations"]["vcluster.loft.sh/labels"] == 'app="web"\nmesh="on"\ntier="b"'
+
+
+async def test_a_readiness_gate_set_in_the_virtual_cluster_makes_the_pod_ready(clusters: Clusters) -> None:
+    # A controller in the virtual cluster (a load balancer's, say) sets the gate's condition on the virtual pod;
+    # the host kubelet reads it from the host pod, so it must get there, or the pod is never Ready.
+    async with running_syncer(clusters, rc_config()), kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": "example.com/lb"}]),
+                                      "default")
+        vp = await virtual_pod(clusters, "web", running, "web Running")
+        await eventually(lambda: condition(vstored(clusters, "web"), "Ready").get("reason")
+                         == "ReadinessGatesNotReady", "web not ready for its gate")
+        vp = vstored(clusters, "web")
+        assert condition(vp, "Ready")["message"] == ('corresponding condition of pod readiness gate '
+                                                     '"example.com/lb" does not exist.')
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
+            *vp["status"]["conditions"], {"type": "example.com/lb", "status": "True"}]}}, "default",
+            subresource="status")
+        await eventually(lambda: condition(vstored(clusters, "web"), "Ready").get("status") == "True",
+                         "web Ready once its gate is True")
+    assert condition(host(clusters, "web"), "example.com/lb")["status"] == "True"
+    assert condition(vstored(clusters, "web"), "example.com/lb")["status"] == "True"
+
+
+async def test_namespace_labels_and_the_vcluster_service_as_owner(clusters: Clusters) -> None:
+    # vcluster's HostLabelNamespace (tenant NetworkPolicies and namespaceSelectors select on it) and
+    # GetOwnerReference (uninstalling the vcluster removes its tenants' pods)
+    key = "vcluster.loft.sh/ns-label-test-x-" + hashlib.sha256(b"team").hexdigest()[:10]
+    await clusters.virtual.create(NAMESPACES, {"metadata": {"name": "shop", "labels": {"team": "a"}}})
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, pod("web", namespace="shop"), "shop")
+        hp = (await host_pods(clusters, lambda o: hname("web", "shop") in o, "web on the host"))[hname("web", "shop")]
+        assert hp["metadata"]["labels"][key] == "a"
+        svc = await clusters.host.get(SERVICES, VCLUSTER, HOST_NS)
+        assert hp["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Service", "name": VCLUSTER,
+                                                      "uid": svc["metadata"]["uid"], "controller": False}]
+        await clusters.virtual.patch(NAMESPACES, "shop", {"metadata": {"labels": {"team": "b"}}})
+        await host_pods(clusters, lambda o: o[hname("web", "shop")]["metadata"]["labels"].get(key) == "b",
+                        "the new namespace label on the host pod")
+
+
+async def test_spec_changes_reach_the_host_pod(clusters: Clusters) -> None:
+    # calcSpecDiff: a scheduling gate removed, a toleration added; syncEphemeralContainers (kubectl debug);
+    # resizeHostPodContainerResourcesInPlace
+    gated = pod("web", schedulingGates=[{"name": "example.com/quota"}])
+    gated["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+    async with running_syncer(clusters, rc_config()), kubelet(clusters):
+        await clusters.virtual.create(PODS, gated, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        assert host(clusters, "web")["spec"]["schedulingGates"] == [{"name": "example.com/quota"}]
+        assert not host(clusters, "web")["spec"].get("nodeName")  # the host scheduler waits for the gate
+        toleration = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
+        await clusters.virtual.patch(PODS, "web", [
+            {"op": "remove", "path": "/spec/schedulingGates"},
+            {"op": "add", "path": "/spec/tolerations",
+             "value": [*(vstored(clusters, "web")["spec"].get("tolerations") or []), toleration]}], "default",
+            patch_type="json")
+        await virtual_pod(clusters, "web", running, "web Running once its gate is gone")
+        assert toleration in host(clusters, "web")["spec"]["tolerations"]
+        debug = {"name": "debugger", "image": "busybox:1.36", "stdin": True, "tty": True, "targetContainerName": "c"}
+        await clusters.virtual.patch(PODS, "web", [{"op": "add", "path": "/spec/ephemeralContainers", "value": [
+            debug]}], "default", patch_type="json", subresource="ephemeralcontainers")
+        await eventually(lambda: [c["name"] for c in host(clusters, "web")["spec"].get("ephemeralContainers") or []]
+                         == ["debugger"], "the debug container on the host pod")
+        await clusters.virtual.patch(PODS, "web", [{"op": "replace", "path": "/spec/containers/0/resources",
+                                                    "value": {"requests": {"cpu": "200m"}}}], "default",
+                                     patch_type="json", subresource="resize")
+        await eventually(lambda: host(clusters, "web")["spec"]["containers"][0]["resources"]
+                         == {"requests": {"cpu": "200m"}}, "the host pod resized")
+
+
+async def test_host_paths_that_would_show_every_pods_logs_are_rewritten(clusters: Clusters) -> None:
+    # hostpath.go: always, so a tenant's log shipper sees only its vcluster's pods
+    p = pod("shipper", volumes=[{"name": "logs", "hostPath": {"path": "/var/log/pods"}}])
+    p["spec"]["containers"][0]["volumeMounts"] = [{"name": "logs", "mountPath": "/var/log/pods"}]
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, p, "default")
+        hp = (await host_pods(clusters, lambda o: hname("shipper") in o, "shipper on the host"))[hname("shipper")]
+    assert hp["spec"]["volumes"][0] == {"name": "logs", "hostPath": {"path": f"/tmp/vcluster/{HOST_NS}/test/log/pods"}}
+    assert hp["spec"]["containers"][0]["volumeMounts"][0]["mountPropagation"] == "HostToContainer"
