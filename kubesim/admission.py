@@ -5,6 +5,13 @@ Only what the syncer's behaviour depends on, modelled on kube-apiserver:
   class is refused, `spec.overhead` is set from the class (a different one is refused), the class's
   `scheduling.nodeSelector` is merged into the pod's (a conflicting key is refused) and its tolerations
   are appended without duplicates. Messages are the plugin's.
+- Priority admission (plugin/pkg/admission/priority) on pod create: the class named (or the `globalDefault` one
+  with the lowest value) gives `priority` and `preemptionPolicy`; an unknown class, or a `priority` or
+  `preemptionPolicy` the pod sets that differs from the class's, is refused with the plugin's words. On
+  PriorityClass create: `system-` names are reserved and only one class may be the global default.
+- DefaultTolerationSeconds (plugin/pkg/admission/defaulttolerationseconds): a pod that does not tolerate
+  `node.kubernetes.io/not-ready` and `.../unreachable` NoExecute taints gets them for 300 s.
+- PodSecurity (podsecurity.py) for a namespace labelled `pod-security.kubernetes.io/enforce`.
 - Validation on create and update: validation.py (kube-apiserver's `ValidatePod`, `ValidatePodUpdate`,
   `ValidateRuntimeClass`, `ValidateObjectMeta`), every error in one 422.
 """
@@ -15,10 +22,10 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from kubesim import qos, validation
+from kubesim import fielderrors, podsecurity, qos, validation
 from kubesim.status import StatusError, forbidden, invalid
 from kubesim.tokens import kube_api_access_volume
-from syncer.kube.resources import PODS, RUNTIMECLASSES, APIResource
+from syncer.kube.resources import PODS, PRIORITYCLASSES, RUNTIMECLASSES, APIResource
 
 Obj = dict[str, Any]
 SA_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -105,6 +112,76 @@ def admit_runtime_class(pod: Obj, get_runtime_class: Callable[[str], Obj | None]
             tolerations.append(t)
     if tolerations:
         spec["tolerations"] = tolerations
+
+
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+
+
+def admit_priority(pod: Obj, get_class: Callable[[str], Obj | None], list_classes: Callable[[], list[Obj]]) -> None:
+    """Priority admission on pod create (`admitPod`, `getDefaultPriorityClass`); mutates `pod` or raises 403."""
+    spec = pod.setdefault("spec", {})
+    name = pod["metadata"]["name"]
+    cls_name = spec.get("priorityClassName") or ""
+    if not cls_name:
+        defaults = [c for c in list_classes() if c.get("globalDefault")]
+        cls = min(defaults, key=lambda c: int(c.get("value", 0))) if defaults else None
+        if cls is not None:
+            spec["priorityClassName"] = cls["metadata"]["name"]
+    else:
+        cls = get_class(cls_name)
+        if cls is None:
+            raise forbidden(PODS, name, f"no PriorityClass with name {cls_name} was found")
+    priority = int(cls.get("value", 0)) if cls is not None else 0
+    if spec.get("priority") is not None and spec["priority"] != priority:
+        raise forbidden(PODS, name, f"the integer value of priority ({spec['priority']}) must not be provided in pod "
+                                    f"spec; priority admission controller computed {priority} from the given "
+                                    "PriorityClass name")
+    spec["priority"] = priority
+    policy = (cls or {}).get("preemptionPolicy")
+    if policy is not None:
+        if spec.get("preemptionPolicy") is not None and spec["preemptionPolicy"] != policy:
+            raise forbidden(PODS, name, f"the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must "
+                                        f"not be provided in pod spec; priority admission controller computed "
+                                        f"{policy} from the given PriorityClass name")
+        spec["preemptionPolicy"] = policy
+
+
+def admit_priority_class(pc: Obj, list_classes: Callable[[], list[Obj]]) -> None:
+    """PriorityClass create (`validatePriorityClass`, `ValidatePriorityClass`): `preemptionPolicy` defaults to
+    PreemptLowerPriority; a `system-` name is reserved; a second global default is refused (403)."""
+    pc.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    name = pc["metadata"]["name"]
+    if name.startswith("system-") and name not in SYSTEM_PRIORITY_CLASSES:
+        raise invalid(PRIORITYCLASSES, name, [fielderrors.forbidden(
+            "metadata.name", "priority class names with 'system-' prefix are reserved for system use only")])
+    if pc.get("globalDefault"):
+        other = next((c for c in list_classes() if c.get("globalDefault")), None)
+        if other is not None:
+            raise forbidden(PRIORITYCLASSES, name, f"PriorityClass {other['metadata']['name']} is already marked "
+                                                   "as default. Only one default can exist")
+
+
+_DTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def admit_default_toleration_seconds(pod: Obj, seconds: int = 300) -> None:
+    """DefaultTolerationSeconds on pod create: a NoExecute toleration of `seconds` for each of the not-ready and
+    unreachable taints the pod does not already tolerate (a toleration with that key or an empty key, and effect
+    NoExecute or empty)."""
+    spec = pod.setdefault("spec", {})
+    tolerations = list(spec.get("tolerations") or [])
+    for key in _DTS:
+        if not any(isinstance(t, dict) and t.get("key", "") in (key, "") and t.get("effect", "") in ("NoExecute", "")
+                   for t in tolerations):
+            tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds})
+    spec["tolerations"] = tolerations
+
+
+def admit_pod_security(pod: Obj, namespace_labels: Obj | None) -> None:
+    """PodSecurity on pod create (podsecurity.py); raises 403 with the library's words."""
+    why = podsecurity.refusal(namespace_labels, pod.get("spec") or {})
+    if why is not None:
+        raise forbidden(PODS, pod["metadata"]["name"], why)
 
 
 def check_namespace_exists(namespace: str, exists: bool) -> None:

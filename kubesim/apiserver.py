@@ -46,6 +46,7 @@ from syncer.kube.resources import (
     CONFIGMAPS,
     NAMESPACES,
     PODS,
+    PRIORITYCLASSES,
     RUNTIMECLASSES,
     SECRETS,
     SELFSUBJECTREVIEWS,
@@ -183,6 +184,13 @@ class EmbeddedAPIServer:
                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
             self.storage.write(NAMESPACES, obj, None)
             self._namespace_created(ns)
+        for pc_name, value in admission.SYSTEM_PRIORITY_CLASSES.items():  # the API server's bootstrap classes
+            self._create_obj(PRIORITYCLASSES, "", {
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": pc_name},
+                "value": value, "description": "Used for system critical pods that must not be moved from their "
+                                               "current node." if pc_name == "system-node-critical" else
+                "Used for system critical pods that must run in the cluster, but can be moved to another node if "
+                "necessary."})
         self._create_obj(SERVICES, "default", {"apiVersion": "v1", "kind": "Service", "metadata": {
             "name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
             "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}})
@@ -652,9 +660,17 @@ class EmbeddedAPIServer:
         admission.validate_create(res, obj)
         if res == PODS:
             admission.default_pod(obj)
+            # the mutating plugins in kube-apiserver's order, then the validating PodSecurity
+            admission.admit_service_account(obj, lambda n: self.storage.get(SERVICEACCOUNTS, ns, n))
+            admission.admit_priority(obj, lambda n: self.storage.get(PRIORITYCLASSES, "", n),
+                                     lambda: list(self.storage.objects(PRIORITYCLASSES).values()))
+            admission.admit_default_toleration_seconds(obj)
             if self.runtime_class_admission:
                 admission.admit_runtime_class(obj, lambda n: self.storage.get(RUNTIMECLASSES, "", n))
-            admission.admit_service_account(obj, lambda n: self.storage.get(SERVICEACCOUNTS, ns, n))
+            namespace = self.storage.get(NAMESPACES, "", ns)
+            admission.admit_pod_security(obj, ((namespace or {}).get("metadata") or {}).get("labels"))
+        if res == PRIORITYCLASSES:
+            admission.admit_priority_class(obj, lambda: list(self.storage.objects(PRIORITYCLASSES).values()))
         if res == NAMESPACES:
             obj["status"] = {"phase": "Active"}
         if res == SERVICES and not dry_run:

@@ -148,11 +148,11 @@ async def test_several_errors_are_listed_with_their_causes(clusters: Clusters) -
 async def test_pod_update_rules(clusters: Clusters) -> None:
     await clusters.host.create(PODS, with_spec(activeDeadlineSeconds=100, automountServiceAccountToken=False,
                                                tolerations=[{"key": "k", "operator": "Exists"}]), NS)
-    # allowed: an image, a lower deadline, an added toleration
+    # allowed: an image, a lower deadline, an added toleration (after the ones DefaultTolerationSeconds added)
     await clusters.host.patch(PODS, "p", {"spec": {"containers": [container(image="nginx:1.28")],
-                                                   "activeDeadlineSeconds": 50,
-                                                   "tolerations": [{"key": "k", "operator": "Exists"},
-                                                                   {"key": "j", "operator": "Exists"}]}}, NS)
+                                                   "activeDeadlineSeconds": 50}}, NS)
+    await clusters.host.patch(PODS, "p", [{"op": "add", "path": "/spec/tolerations/-",
+                                           "value": {"key": "j", "operator": "Exists"}}], NS, patch_type="json")
     refused = [
         ({"spec": {"activeDeadlineSeconds": 60}},
          "spec.activeDeadlineSeconds: Invalid value: 60: must be less than or equal to previous value"),

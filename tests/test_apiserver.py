@@ -162,7 +162,9 @@ async def test_runtime_class_admission(clusters: Clusters) -> None:
         {"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"}]), ns)
     assert created["spec"]["overhead"] == {"cpu": "50m"}
     assert created["spec"]["nodeSelector"] == {"sandbox": "gvisor"}
-    assert len(created["spec"]["tolerations"]) == 1
+    # the class's toleration is not added twice (DefaultTolerationSeconds adds its own two)
+    assert [t["key"] for t in created["spec"]["tolerations"]] == [
+        "sandbox", "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
     with pytest.raises(ApiError) as err:
         await h.create(PODS, pod("p2", "gvisor", ns, nodeSelector={"sandbox": "kata"}), ns)
     assert err.value.message == ('pods "p2" is forbidden: conflict: runtimeClass.scheduling.nodeSelector[sandbox] '
