@@ -16,6 +16,7 @@ import hmac
 import json
 import secrets
 import time
+import uuid
 from typing import Any
 
 from kubesim import fielderrors
@@ -58,6 +59,7 @@ class TokenIssuer:
         name = sa["metadata"]["name"]
         claims: Obj = {"iss": self.issuer, "sub": f"system:serviceaccount:{namespace}:{name}",
                        "aud": spec.get("audiences") or DEFAULT_AUDIENCES, "iat": now, "nbf": now, "exp": now + expiry,
+                       "jti": str(uuid.uuid4()),  # every token is unique (ServiceAccountTokenJTI, 1.29+)
                        "kubernetes.io": {"namespace": namespace,
                                          "serviceaccount": {"name": name, "uid": sa["metadata"].get("uid", "")}}}
         if pod is not None:

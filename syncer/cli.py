@@ -56,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", choices=LOG_LEVELS, default="info",
                      help="info: one line per decision; warning and error: only what an operator must act on")
     run.add_argument("--pod-workers", type=int, default=4, help="concurrent pod reconciles (default 4)")
+    run.add_argument("--token-lifetime", type=_token_lifetime, default=3600,
+                     help="seconds the service-account tokens of host pods live; renewed after 80%% (default 3600, "
+                          "at least 600; 0 keeps vcluster's ten-year tokens, never renewed)")
     run.add_argument("--request-timeout", type=float, default=30.0,
                      help="seconds before a hung API request is abandoned and retried (default 30)")
     run.add_argument("--leader-elect", action="store_true",
@@ -138,6 +141,18 @@ async def _check_patches(config: SyncerConfig) -> bool:
     return ok
 
 
+def _token_lifetime(text: str) -> int:
+    """`--token-lifetime`: 0, or whole seconds of at least 600 (the API server refuses shorter TokenRequests)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
+    if value != 0 and value < 600:
+        raise argparse.ArgumentTypeError(f"{value} s is shorter than the 600 s the API server allows for a token "
+                                         "(0 keeps vcluster's ten-year tokens)")
+    return value
+
+
 GC_THRESHOLDS = (20_000, 10, 10)  # CPython's defaults are (700, 10, 10)
 
 
@@ -201,7 +216,8 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
                 return EXIT_CONFIG
         syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
                                                        host_namespace=args.host_namespace,
-                                                       pod_workers=args.pod_workers), patcher=patcher,
+                                                       pod_workers=args.pod_workers,
+                                                       token_lifetime=args.token_lifetime), patcher=patcher,
                         policy=policy)
         probes = ProbeServer(syncer, args.health_probe_bind_address or None, args.metrics_bind_address or None)
         try:

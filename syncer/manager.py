@@ -35,6 +35,7 @@ from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
 from syncer.controllers import policyreport
 from syncer.controllers.pods import PodReconciler
+from syncer.controllers.podtranslate.tokens import DEFAULT_LIFETIME
 from syncer.controllers.runtimeclasses import RuntimeClassReconciler
 from syncer.controllers.sources import Sources, slim_of
 from syncer.kube.builder import ControllerBuilder, InformerFactory, wire
@@ -63,6 +64,8 @@ class Options:
         pod_workers / rc_workers: concurrent reconciles per controller.
         instance: the events' reportingInstance.
         watch_timeout: seconds a watch stays open before it is renewed.
+        token_lifetime: seconds the service-account tokens of host pods live before they are renewed (at least
+            600); 0 keeps vcluster's ten-year tokens, never renewed.
     """
 
     vcluster_name: str
@@ -71,6 +74,7 @@ class Options:
     rc_workers: int = 2
     instance: str = field(default_factory=lambda: f"pod-syncer-{socket.gethostname()}")
     watch_timeout: int = 300
+    token_lifetime: int = DEFAULT_LIFETIME
 
 
 async def _wait_or_stop(aw: Awaitable[Any], *stops: asyncio.Event) -> bool:
@@ -123,7 +127,8 @@ class Syncer:
         self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: rc_adds.inc(), clock=self.clock)
         self.recorder = EventRecorder(virtual, "pod-syncer", options.instance)
         self.pod_reconciler = PodReconciler(config, self.sources, host=host, virtual=virtual, factory=self.factory,
-                                            recorder=self.recorder, metrics=m, policy=policy, clock=self.clock)
+                                            recorder=self.recorder, metrics=m, policy=policy, clock=self.clock,
+                                            token_lifetime=options.token_lifetime)
         wire(self.factory, self.pod_queue, self.pod_reconciler.watches(ControllerBuilder("pod")).watch_list)
         self.controllers: list[Controller] = [
             Controller("pod", self.pod_queue, self.pod_reconciler.reconcile, m, workers=options.pod_workers)]
@@ -178,11 +183,11 @@ class Syncer:
 
     @property
     def ready(self) -> bool:
-        """Caches synced and every informer healthy, and either the first full reconcile done or this
-        replica a follower (followers are ready to take over; they do not write)."""
+        """Caches synced and every informer healthy, no token renewal failing, and either the first full reconcile
+        done or this replica a follower (followers are ready to take over; they do not write)."""
         return ((self.ready_event.is_set() or (self.following and self.caches_synced.is_set()))
                 and all(i.last_error is None for i in self.informers)
-                and not any(c.forbidden for c in self.controllers))
+                and not any(c.forbidden for c in self.controllers) and not self.pod_reconciler.tokens.failing)
 
     def readiness_detail(self) -> list[str]:
         """Why the syncer is not ready (empty when ready)."""
@@ -192,6 +197,8 @@ class Syncer:
                 if i.synced.is_set() and i.last_error is not None]
         why += [f"forbidden to {verb} {resource} on the {cluster} cluster: {msg}" for c in self.controllers
                 for (cluster, verb, resource), msg in c.forbidden.items()]
+        why += [f"renewing the service-account tokens of pod {key} failing: {msg}"
+                for key, msg in sorted(self.pod_reconciler.tokens.failing.items())]
         if not why and not self.ready_event.is_set():
             why.append("first reconcile not finished")
         return why

@@ -17,7 +17,8 @@ class Metrics:
     `runtimeclass_syncer_pods_refused_total{runtime_class}` (runtime_class "" = none named); with a runtime
     policy, `runtimeclass_syncer_pods_refused_by_policy_total{reason}` and
     `runtimeclass_syncer_pods_defaulted_total{runtime_class}` and
-    `runtimeclass_syncer_policy_reloads_total{result}`.
+    `runtimeclass_syncer_policy_reloads_total{result}`; `runtimeclass_syncer_token_renewals_total{result}`
+    (service-account token renewals, result "renewed" or "failed").
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -47,6 +48,9 @@ class Metrics:
         self.policy_reloads = Counter("runtimeclass_syncer_policy_reloads_total",
                                       "Changes of the runtime policy file, by result (applied, invalid)", ["result"],
                                       registry=r)
+        self.token_renewals = Counter("runtimeclass_syncer_token_renewals_total",
+                                      "Renewals of host pods' service-account tokens, by result (renewed, failed)",
+                                      ["result"], registry=r)
         self.pods_refused = Counter("runtimeclass_syncer_pods_refused_total",
                                     "Virtual pods held back by the RuntimeClass gate, by runtime class",
                                     ["runtime_class"], registry=r)

@@ -5,14 +5,21 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from syncer.controllers.podtranslate.tokens import TokenSource, apply_tokens, token_request, token_sources
+from syncer.controllers.podtranslate.tokens import (
+    RenewalState,
+    TokenSource,
+    apply_tokens,
+    token_request,
+    token_sources,
+)
 
 Obj = dict[str, Any]
 # vcluster, pkg/controllers/resources/pods/translate/translator.go (translateProjectedVolume): the audiences of
 # a projected token without its own, for cluster domain cluster.local, and the lifetime of every token
 VCLUSTER_AUDIENCES = ("https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",
                       "https://kubernetes.default")
-VCLUSTER_EXPIRATION_SECONDS = 315_360_000  # 10 * 365 * 24 * 60 * 60
+VCLUSTER_EXPIRATION_SECONDS = 315_360_000  # 10 * 365 * 24 * 60 * 60 (here: --token-lifetime 0)
+LIFETIME = 3600  # the default --token-lifetime: an hour, as the kubelet's projected tokens
 SPEC: Obj = {"volumes": [
     {"name": "kube-api-access-abcde", "projected": {"sources": [
         {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
@@ -25,18 +32,22 @@ def test_sources_and_requests() -> None:
     sources = token_sources(SPEC)
     assert sources == [TokenSource("kube-api-access-abcde", 0, "token", VCLUSTER_AUDIENCES),
                        TokenSource("vault", 0, "jwt", ("vault",))]
-    assert token_request(sources[1], "web", "u-1")["spec"] == {
-        "audiences": ["vault"], "expirationSeconds": VCLUSTER_EXPIRATION_SECONDS,
+    assert token_request(sources[1].audiences, "web", "u-1", LIFETIME)["spec"] == {
+        "audiences": ["vault"], "expirationSeconds": LIFETIME,
         "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": "u-1"}}
-    assert token_request(sources[0], "web", "u-1")["spec"]["audiences"] == list(VCLUSTER_AUDIENCES)
+    assert token_request(sources[0].audiences, "web", "u-1", 0)["spec"]["audiences"] == list(VCLUSTER_AUDIENCES)
+    assert token_request(sources[0].audiences, "web", "u-1", 0)["spec"]["expirationSeconds"] == \
+        VCLUSTER_EXPIRATION_SECONDS
 
 
 def test_annotation_mode() -> None:
     spec, ann = copy.deepcopy(SPEC), {"vcluster.loft.sh/token-aaaaaaaa": "taken"}
     names = iter(["aaaaaaaa", "bbbbbbbb", "cccccccc"])
-    data = apply_tokens(spec, ann, list(zip(token_sources(SPEC), ["t1", "t2"], strict=True)), secret_name=None,
-                        suffix=lambda: next(names))
+    data, where = apply_tokens(spec, ann, list(zip(token_sources(SPEC), ["t1", "t2"], strict=True)),
+                               secret_name=None, suffix=lambda: next(names))
     assert data == {}
+    assert where == {"vcluster.loft.sh/token-bbbbbbbb": list(VCLUSTER_AUDIENCES),
+                     "vcluster.loft.sh/token-cccccccc": ["vault"]}
     assert ann == {"vcluster.loft.sh/token-aaaaaaaa": "taken", "vcluster.loft.sh/token-bbbbbbbb": "t1",
                    "vcluster.loft.sh/token-cccccccc": "t2"}
     assert spec["volumes"][0]["projected"]["sources"] == [
@@ -48,9 +59,10 @@ def test_annotation_mode() -> None:
 
 def test_secret_mode() -> None:
     spec, ann = copy.deepcopy(SPEC), {}
-    data = apply_tokens(spec, ann, list(zip(token_sources(SPEC), ["t1", "t2"], strict=True)),
-                        secret_name="web-sa-token-x-ns-x-vc", suffix=lambda: "unused")
+    data, where = apply_tokens(spec, ann, list(zip(token_sources(SPEC), ["t1", "t2"], strict=True)),
+                               secret_name="web-sa-token-x-ns-x-vc", suffix=lambda: "unused")
     assert ann == {} and data == {"kube-api-access-abcde": "t1", "vault": "t2"}
+    assert where == {"kube-api-access-abcde": list(VCLUSTER_AUDIENCES), "vault": ["vault"]}
     assert spec["volumes"][0]["projected"]["sources"][0] == {"secret": {"name": "web-sa-token-x-ns-x-vc", "items": [
         {"key": "kube-api-access-abcde", "path": "token", "mode": 0o644}]}}
 
@@ -62,7 +74,17 @@ def test_the_whole_token_request_and_the_sources_found() -> None:
         {"serviceAccountToken": {"audience": "vault", "path": "v/jwt"}}]}}, {"name": "y", "emptyDir": {}}]}
     sources = token_sources(spec)
     assert sources == [TokenSource("x", 2, "token", VCLUSTER_AUDIENCES), TokenSource("x", 3, "v/jwt", ("vault",))]
-    assert token_request(sources[0], "web", "u-9") == {
+    assert token_request(sources[0].audiences, "web", "u-9", LIFETIME) == {
         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
-            "audiences": list(VCLUSTER_AUDIENCES), "expirationSeconds": VCLUSTER_EXPIRATION_SECONDS,
+            "audiences": list(VCLUSTER_AUDIENCES), "expirationSeconds": LIFETIME,
             "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": "u-9"}}}
+
+
+def test_the_renewal_state_round_trips_and_bad_values_are_none() -> None:
+    state = RenewalState(1767229200.7, {"vcluster.loft.sh/token-abc": ["vault"]}, "")
+    assert state.encode() == '{"renewAt":1767229200,"tokens":{"vcluster.loft.sh/token-abc":["vault"]}}'
+    assert RenewalState.decode(state.encode()) == RenewalState(1767229200, {"vcluster.loft.sh/token-abc": ["vault"]})
+    secret = RenewalState(5, {"kube-api-access-x": ["a"]}, "web-sa-token-x-ns-x-vc")
+    assert RenewalState.decode(secret.encode()) == secret
+    for bad in (None, "", "{", "[]", '{"renewAt": "soon", "tokens": {}}', '{"renewAt": 1}'):
+        assert RenewalState.decode(bad) is None

@@ -28,6 +28,7 @@ from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
 from syncer.controllers import gate, podplan, podupdate, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens
+from syncer.controllers.podtranslate import tokens
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency
 from syncer.controllers.refusal import Refusal
@@ -141,7 +142,10 @@ class PodReconciler:
         policy: the runtime policy (behaviour.md section 6), None for none. It judges pods that are not yet on
             the host: their class (or the namespace's default), the gate, and the handler list. With a policy
             the virtual namespaces are watched (its selector entries read their labels).
-        clock: how long a pod has waited for its host objects is measured on it (default the real one).
+        clock: how long a pod has waited for its host objects is measured on it (default the real one), and
+            token renewals are timed on it.
+        token_lifetime: seconds the pods' service-account tokens live before they are renewed (0: vcluster's ten
+            years, never renewed).
 
     The caches: virtual pods (indexed by runtime class, and by namespace with a policy); this vcluster's host
     pods (by the class their virtual pod named); host RuntimeClasses (the gate; an empty cache when the
@@ -152,7 +156,7 @@ class PodReconciler:
 
     def __init__(self, config: SyncerConfig, sources: Sources, *, host: KubeClient, virtual: KubeClient,
                  factory: InformerFactory, recorder: EventRecorder, metrics: Metrics, policy: Policy | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, token_lifetime: int = tokens.DEFAULT_LIFETIME) -> None:
         self.config = config
         self.sources = sources
         self.vcluster_name = sources.vcluster_name
@@ -177,7 +181,8 @@ class PodReconciler:
         self.options = PodOptions.from_config(config)
         self.tokens = ServiceAccountTokens(virtual, host, host_namespace=self.host_namespace,
                                            vcluster_name=self.vcluster_name, use_secrets=config.use_secrets_for_tokens,
-                                           host_secrets=self.host_objects[SECRET])
+                                           host_secrets=self.host_objects[SECRET], lifetime=token_lifetime,
+                                           clock=self.clock)
         self._skipped: dict[str, str] = {}  # malformed virtual pods already logged, by resourceVersion
         # pods whose host pod this process just created: key -> (virtual, host) resourceVersion then. The
         # reconcile the host pod's creation brings finds both unchanged and skips the comparison (it was made
@@ -278,6 +283,7 @@ class PodReconciler:
             self._skipped.pop(key, None)
         if vpod is None:
             self._waiting.pop(key, None)
+            self.tokens.failing.pop(key, None)
         match action:
             case podplan.Skip(problem):
                 rv = str(((vpod or {}).get("metadata") or {}).get("resourceVersion") or "")
@@ -322,7 +328,7 @@ class PodReconciler:
                 return await self._create(vpod, resolution)
             case podplan.Update(decision):
                 assert vpod is not None and hpod is not None
-                await self._update(vpod, hpod, decision, unchanged=created == (_rv(vpod), _rv(hpod)))
+                return await self._update(vpod, hpod, decision, unchanged=created == (_rv(vpod), _rv(hpod)))
         return None
 
     # ------------------------------------------------------------------ the cases
@@ -432,11 +438,13 @@ class PodReconciler:
         log.info("%s", message)
         await self.recorder.record(PODS, vpod, "Warning", "Orphaned", message, ACTION)
 
-    async def _update(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision, *, unchanged: bool = False) -> None:
+    async def _update(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision, *,
+                      unchanged: bool = False) -> float | None:
         """Bring the pod pair together (podupdate.py: the virtual pod's labels and annotations the host changed,
         then the host pod's metadata and mutable spec, new ephemeral containers, resized containers and
         readiness-gate conditions; skipped when `unchanged`: both pods are as this process created them), bind
-        the virtual pod and copy the host pod's status."""
+        the virtual pod, copy the host pod's status, and renew the tokens when due. Returns the seconds until
+        the next token renewal (None: nothing to renew)."""
         if not unchanged:
             plan = podupdate.plan_update(self._translate(vpod)[0], hpod, vpod, vcluster_name=self.vcluster_name)
             await self._apply_update(vpod, hpod, plan, decision)
@@ -453,6 +461,17 @@ class PodReconciler:
                     raise
         if bind_error is not None:
             raise bind_error  # retried with backoff, reported once per cause
+        if (hpod.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        renewals = self.tokens.renewals
+        try:
+            return await self.tokens.renew_if_due(vpod, hpod)
+        except (ApiError, ReconcileError):
+            self.metrics.token_renewals.labels("failed").inc()
+            raise
+        finally:
+            if self.tokens.renewals > renewals:
+                self.metrics.token_renewals.labels("renewed").inc()
 
     async def _apply_update(self, vpod: Obj, hpod: Obj, plan: podupdate.PodUpdate,
                             decision: gate.GateDecision) -> None:

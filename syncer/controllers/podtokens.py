@@ -5,6 +5,11 @@ Follows vcluster's `translateProjectedVolume` (translator.go) and `SATokenSecret
 the virtual pod; the tokens go into a host pod annotation, or with `useSecretsForSATokens` into the host
 Secret `<host name of <pod>-sa-token>`, which the host pod then owns so that it goes with the pod. A Secret
 written for a pod that never reached the host is deleted with the virtual pod.
+
+Tokens live `lifetime` seconds and are renewed in place once 80% of it has passed (`renew_if_due`, called by
+the pod reconciler, which looks again when the next renewal is due); a failed renewal is retried with backoff,
+counted in `runtimeclass_syncer_token_renewal_failures_total` and named in `/readyz` until one works
+(podtranslate/tokens.py).
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from syncer.controllers import translate
 from syncer.controllers.podtranslate import tokens
 from syncer.kube.cache import Store
 from syncer.kube.client import ApiError, KubeClient
+from syncer.kube.clock import Clock, RealClock
 from syncer.kube.controller import ReconcileError
-from syncer.kube.resources import SECRETS
+from syncer.kube.resources import PODS, SECRETS
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +43,29 @@ class ServiceAccountTokens:
         host_namespace, vcluster_name: where host pods live and how objects are named there.
         use_secrets: `sync.toHost.pods.useSecretsForSATokens`.
         host_secrets: metadata cache of the host Secrets in `host_namespace` (which token Secrets exist).
+        lifetime: seconds a token is valid (at least 600, the API server's minimum); 0 for vcluster's ten years
+            without renewal.
+        clock: renewal times are read and written on it (wall seconds).
+
+    Attributes:
+        failing: virtual pod key -> why its last renewal failed (for `/readyz`), while it fails.
+        renewals, failures: counts of renewals done and failed (the metrics read them).
     """
 
     def __init__(self, virtual: KubeClient, host: KubeClient, *, host_namespace: str, vcluster_name: str,
-                 use_secrets: bool, host_secrets: Store | None = None) -> None:
+                 use_secrets: bool, host_secrets: Store | None = None, lifetime: int = tokens.DEFAULT_LIFETIME,
+                 clock: Clock | None = None) -> None:
         self.virtual = virtual
         self.host = host
         self.host_namespace = host_namespace
         self.vcluster_name = vcluster_name
         self.use_secrets = use_secrets
         self.host_secrets = host_secrets
+        self.lifetime = lifetime
+        self.clock = clock or RealClock()
+        self.failing: dict[str, str] = {}
+        self.renewals = 0
+        self.failures = 0
 
     def secret_name(self, namespace: str, name: str) -> str:
         """The host Secret of virtual pod `namespace/name`'s tokens."""
@@ -65,19 +84,14 @@ class ServiceAccountTokens:
         if not sources:
             return None
         meta = vpod["metadata"]
-        sa = (vpod.get("spec") or {}).get("serviceAccountName") or "default"
-        issued = []
-        for src in sources:
-            answer = await self.virtual.token_request(meta["namespace"], sa,
-                                                      tokens.token_request(src, meta["name"], meta.get("uid", "")))
-            token = (answer.get("status") or {}).get("token")
-            if not isinstance(token, str) or not token:
-                raise ReconcileError(f"the virtual API server returned no token for service account "
-                                     f"{meta['namespace']}/{sa}")
-            issued.append((src, token))
+        issued = [(src, await self._request(vpod, src.audiences)) for src in sources]
         name = self.secret_name(meta["namespace"], meta["name"]) if self.use_secrets else None
-        data = tokens.apply_tokens(desired["spec"], desired["metadata"]["annotations"], issued, secret_name=name,
-                                   suffix=lambda: "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(8)))
+        data, where = tokens.apply_tokens(
+            desired["spec"], desired["metadata"]["annotations"], issued, secret_name=name,
+            suffix=lambda: "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(8)))
+        if self.lifetime:
+            desired["metadata"]["annotations"][tokens.STATE_ANNOTATION] = tokens.RenewalState(
+                self._renew_at(), where, name or "").encode()
         if name is None:
             return None
         secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": data, "metadata": {
@@ -91,6 +105,61 @@ class ServiceAccountTokens:
             encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
             await self.host.patch(SECRETS, name, {"data": encoded}, self.host_namespace)  # an earlier try's
         return name
+
+    def _renew_at(self) -> float:
+        return self.clock.wall() + tokens.RENEW_AFTER * self.lifetime
+
+    async def _request(self, vpod: Obj, audiences: tuple[str, ...] | list[str]) -> str:
+        """A token for the virtual pod's service account and `audiences`, bound to the pod."""
+        meta = vpod["metadata"]
+        sa = (vpod.get("spec") or {}).get("serviceAccountName") or "default"
+        answer = await self.virtual.token_request(
+            meta["namespace"], sa, tokens.token_request(audiences, meta["name"], meta.get("uid", ""), self.lifetime))
+        token = (answer.get("status") or {}).get("token")
+        if not isinstance(token, str) or not token:
+            raise ReconcileError(f"the virtual API server returned no token for service account "
+                                 f"{meta['namespace']}/{sa}")
+        return token
+
+    async def renew_if_due(self, vpod: Obj, hpod: Obj) -> float | None:
+        """Renew the host pod's tokens when their renewal time has come (the host pod's renewal annotation);
+        returns the seconds until the next renewal, None for a pod without renewable tokens.
+
+        Raises:
+            ApiError, ReconcileError: the renewal failed (recorded in `failing`; retried with backoff).
+        """
+        state = tokens.RenewalState.decode(((hpod.get("metadata") or {}).get("annotations") or {}).get(
+            tokens.STATE_ANNOTATION))
+        key = f'{vpod["metadata"]["namespace"]}/{vpod["metadata"]["name"]}'
+        if state is None or not self.lifetime:
+            self.failing.pop(key, None)
+            return None
+        wait = state.renew_at - self.clock.wall()
+        if wait > 0:
+            return wait
+        try:
+            fresh = {k: await self._request(vpod, audiences) for k, audiences in state.tokens.items()}
+            renewed = tokens.RenewalState(self._renew_at(), state.tokens, state.secret)
+            hname = hpod["metadata"]["name"]
+            if state.secret:
+                encoded = {k: base64.b64encode(v.encode()).decode() for k, v in fresh.items()}
+                await self.host.patch(SECRETS, state.secret, {"data": encoded}, self.host_namespace)
+                ann: Obj = {tokens.STATE_ANNOTATION: renewed.encode()}
+            else:
+                ann = {**fresh, tokens.STATE_ANNOTATION: renewed.encode()}
+            await self.host.patch(PODS, hname, {"metadata": {"annotations": ann}}, self.host_namespace)
+        except (ApiError, ReconcileError) as e:
+            self.failures += 1
+            self.failing[key] = str(e)
+            log.warning("renewing the service-account tokens of pod %s failed (retried with backoff; the current "
+                        "ones expire %d s after they were issued): %s", key, self.lifetime, e)
+            raise
+        self.renewals += 1
+        if self.failing.pop(key, None) is not None:
+            log.info("renewing the service-account tokens of pod %s works again", key)
+        log.info("renewed %d service-account token(s) of pod %s (host pod %s/%s); next renewal in %d s", len(fresh),
+                 key, self.host_namespace, hname, int(tokens.RENEW_AFTER * self.lifetime))
+        return tokens.RENEW_AFTER * self.lifetime
 
     async def own(self, name: str, hpod: Obj) -> None:
         """Make the host pod the owner of its token Secret, so that the Secret goes with the pod."""

@@ -37,9 +37,14 @@ DERIVED_ANNOTATIONS = frozenset({
     translate.OBJECT_NAME, translate.OBJECT_NAMESPACE, translate.OBJECT_UID, translate.OBJECT_KIND,
     translate.VIRTUAL_RUNTIME_CLASS, downward.NAME, downward.NAMESPACE, downward.UID, downward.SERVICE_ACCOUNT_NAME,
     downward.LABELS, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD, metadata.OWNER_REFERENCES,
-    metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS})
+    metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS, tokens.STATE_ANNOTATION})
 _SYSTEM_LABELS = (translate.MANAGED_BY, translate.NAMESPACE_LABEL)
 RESIZABLE = ("cpu", "memory")
+
+
+def _host_owned(key: str) -> bool:
+    """A derived annotation only the host pod holds (the tokens and their renewal state): kept as it is."""
+    return key.startswith(tokens.TOKEN_ANNOTATION_PREFIX) or key == tokens.STATE_ANNOTATION
 
 
 def derived_annotation(key: str) -> bool:
@@ -107,7 +112,7 @@ def merge_metadata(desired: Obj, host: Obj, vpod: Obj, vcluster_name: str) -> tu
         to_host=lambda k: host_label_key(k, vcluster_name), to_virtual=lambda k: virtual_label_key(k, vcluster_name))
     new_hl.update({k: v for k, v in dmeta["labels"].items() if _system_label(k)})
     new_va, new_ha = metadata.merge_annotations(v_ann, h_ann, excluded=derived_annotation)
-    for k in [k for k in new_ha if derived_annotation(k) and not k.startswith(tokens.TOKEN_ANNOTATION_PREFIX)]:
+    for k in [k for k in new_ha if derived_annotation(k) and not _host_owned(k)]:
         if k not in dmeta["annotations"]:
             del new_ha[k]
     new_ha.update({k: v for k, v in dmeta["annotations"].items() if derived_annotation(k)})

@@ -27,6 +27,9 @@ class Clock(Protocol):
     def now(self) -> float:
         """Monotonic seconds (only differences mean anything)."""
 
+    def wall(self) -> float:
+        """Unix seconds (what is written into objects, to be read after a restart)."""
+
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
         """Run `callback` once, `delay` seconds from now (needs a running event loop for the real clock)."""
 
@@ -37,6 +40,10 @@ class RealClock:
     def now(self) -> float:
         """`time.monotonic()`, which is also what asyncio's loop time is."""
         return time.monotonic()
+
+    def wall(self) -> float:
+        """`time.time()`."""
+        return time.time()
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
         """`loop.call_later` on the running loop."""
@@ -63,6 +70,10 @@ class FakeClock:
     def now(self) -> float:
         """The fake time in seconds."""
         return self._now
+
+    def wall(self) -> float:
+        """Unix seconds moving with the fake time (it starts at 2026-01-01T00:00:00Z)."""
+        return 1_767_225_600.0 + self._now
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
         """Schedule `callback` at now + `delay` (fake seconds)."""

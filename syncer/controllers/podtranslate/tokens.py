@@ -4,7 +4,7 @@ Follows vcluster's `translateProjectedVolume` (translator.go) and `SATokenSecret
 each projected `serviceAccountToken` source (the `kube-api-access-*` volume the virtual API server injects,
 or one the user declared) is replaced by a token the syncer requests from the virtual API server for the
 pod's service account, bound to the virtual pod, for the source's audience or the three
-`https://kubernetes.default...` audiences, valid for vcluster's ten years. The token then lives either
+`https://kubernetes.default...` audiences. The token then lives either
 
 - in a host pod annotation `vcluster.loft.sh/token-<random>`, read through a downward-API item at the
   source's path (the default), or
@@ -13,10 +13,19 @@ pod's service account, bound to the virtual pod, for the source's audience or th
 
 The host pod thus never carries a host token (`automountServiceAccountToken: false`), and a token only
 grants what the pod's service account may do in the virtual cluster.
+
+**Lifetime (deliberately different from vcluster).** vcluster requests ten-year tokens, so a token copied out
+of a pod stays valid for ten years. Here tokens live `lifetime` seconds (default one hour, `--token-lifetime`)
+and are renewed once 80% of it has passed, as the kubelet renews projected tokens: the host pod's annotation
+(or the token Secret) gets the new token in place and the kubelet refreshes the mounted file. The renewal
+state is the host pod annotation `runtimeclass-syncer.io/token-renewal` (when to renew, and which annotation or
+Secret key holds a token for which audiences), so it survives a restart. `--token-lifetime 0` keeps vcluster's
+ten-year tokens and never renews.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +34,10 @@ Obj = dict[str, Any]
 TOKEN_ANNOTATION_PREFIX = "vcluster.loft.sh/token-"
 DEFAULT_AUDIENCES = ("https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",
                      "https://kubernetes.default")
-EXPIRATION_SECONDS = 10 * 365 * 24 * 60 * 60  # vcluster's token lifetime
+VCLUSTER_LIFETIME = 10 * 365 * 24 * 60 * 60  # vcluster's token lifetime (--token-lifetime 0)
+DEFAULT_LIFETIME = 3600  # seconds, as the kubelet's projected tokens
+RENEW_AFTER = 0.8  # of the lifetime, as the kubelet
+STATE_ANNOTATION = "runtimeclass-syncer.io/token-renewal"
 FILE_MODE = 0o644
 
 
@@ -53,15 +65,51 @@ def token_sources(spec: Obj) -> list[TokenSource]:
     return out
 
 
-def token_request(source: TokenSource, pod_name: str, pod_uid: str) -> Obj:
-    """The TokenRequest for one projection, bound to the virtual pod."""
+def token_request(audiences: tuple[str, ...] | list[str], pod_name: str, pod_uid: str, lifetime: int) -> Obj:
+    """The TokenRequest for one projection's `audiences`, bound to the virtual pod, valid `lifetime` seconds
+    (0: vcluster's ten years)."""
     return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
-        "audiences": list(source.audiences), "expirationSeconds": EXPIRATION_SECONDS,
+        "audiences": list(audiences), "expirationSeconds": lifetime or VCLUSTER_LIFETIME,
         "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid}}}
 
 
+@dataclass(frozen=True)
+class RenewalState:
+    """What the `runtimeclass-syncer.io/token-renewal` annotation holds.
+
+    Attributes:
+        renew_at: Unix seconds after which the tokens are renewed.
+        tokens: annotation name (annotation mode) or Secret key (Secret mode) -> the token's audiences.
+        secret: the token Secret's name in Secret mode, else "".
+    """
+
+    renew_at: float
+    tokens: dict[str, list[str]]
+    secret: str = ""
+
+    def encode(self) -> str:
+        """Compact JSON: `{"renewAt": <unix seconds>, "tokens": {...}, "secret": "..."}`."""
+        out: Obj = {"renewAt": int(self.renew_at), "tokens": self.tokens}
+        if self.secret:
+            out["secret"] = self.secret
+        return json.dumps(out, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def decode(cls, text: Any) -> RenewalState | None:
+        """The state an annotation value holds, None when absent or unreadable."""
+        try:
+            data = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("renewAt"), (int, float)) or \
+                not isinstance(data.get("tokens"), dict):
+            return None
+        return cls(float(data["renewAt"]), {str(k): [str(a) for a in v] for k, v in data["tokens"].items()
+                                            if isinstance(v, list)}, str(data.get("secret") or ""))
+
+
 def apply_tokens(spec: Obj, annotations: dict[str, str], tokens: list[tuple[TokenSource, str]], *,
-                 secret_name: str | None, suffix: Callable[[], str]) -> dict[str, str]:
+                 secret_name: str | None, suffix: Callable[[], str]) -> tuple[dict[str, str], dict[str, list[str]]]:
     """Replace each token projection of a (copied) host pod spec by its token (mutates `spec` and
     `annotations`).
 
@@ -70,22 +118,26 @@ def apply_tokens(spec: Obj, annotations: dict[str, str], tokens: list[tuple[Toke
         secret_name: the host Secret for Secret mode, or None for annotation mode.
         suffix: a random suffix for annotation names (vcluster's 8 random characters).
     Returns:
-        the Secret's data (volume name -> token) in Secret mode, else an empty dict.
+        the Secret's data (volume name -> token) in Secret mode, else an empty dict; and where each token is
+        (annotation name or Secret key) -> its audiences (the renewal state's `tokens`).
     """
     data: dict[str, str] = {}
+    where: dict[str, list[str]] = {}
     volumes = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, dict)}
     for source, token in tokens:
         sources = volumes[source.volume]["projected"]["sources"]
         if secret_name is not None:
             data[source.volume] = token
+            where[source.volume] = list(source.audiences)
             sources[source.index] = {"secret": {"name": secret_name, "items": [
                 {"key": source.volume, "path": source.path, "mode": FILE_MODE}]}}
         else:
             while (name := TOKEN_ANNOTATION_PREFIX + suffix()) in annotations:
                 pass
             annotations[name] = token
+            where[name] = list(source.audiences)
             sources[source.index] = {"downwardAPI": {"items": [
                 {"path": source.path, "fieldRef": {"apiVersion": "v1",
                                                    "fieldPath": f"metadata.annotations['{name}']"},
                  "mode": FILE_MODE}]}}
-    return data
+    return data, where

@@ -1,0 +1,129 @@
+"""Short-lived service-account tokens, renewed in place before 80% of their lifetime passes (as the kubelet renews
+projected tokens), over real HTTP with the time on an injected clock; a failed renewal is retried and shows in
+/readyz and a metric; `--token-lifetime 0` keeps vcluster's ten-year tokens (syncer/controllers/podtokens.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from kubesim.tokens import whoami
+from syncer.kube.clock import FakeClock
+from syncer.kube.resources import PODS, SECRETS
+from syncer.manager import Syncer
+from tests.conftest import HOST_NS, Clusters, eventually, pod, rc_config, running_syncer
+from tests.test_pod_sync import hname, host_pods
+
+Obj = dict[str, Any]
+LIFETIME = 600  # the shortest the API server allows (kube-apiserver: "may not specify a duration less than 10 minutes")
+STATE = "runtimeclass-syncer.io/token-renewal"
+
+
+def annotations(c: Clusters) -> dict[str, str]:
+    hp = c.host_server.storage.get(PODS, HOST_NS, hname("web"))
+    assert hp is not None
+    return dict(hp["metadata"]["annotations"])
+
+
+def token_of(ann: dict[str, str]) -> tuple[str, str]:
+    (key,) = [k for k in ann if k.startswith("vcluster.loft.sh/token-")]
+    return key, ann[key]
+
+
+def claims(token: str) -> Obj:
+    body = token.split(".")[1]
+    return dict(json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))))
+
+
+def renewed(syncer: Syncer, result: str) -> float:
+    return syncer.metrics.registry.get_sample_value("runtimeclass_syncer_token_renewals_total",
+                                                    {"result": result}) or 0.0
+
+
+async def test_tokens_live_the_lifetime_and_are_renewed_at_80_percent(clusters: Clusters) -> None:
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=LIFETIME) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        ann = annotations(clusters)
+        key, first = token_of(ann)
+        c = claims(first)
+        assert c["exp"] - c["iat"] == LIFETIME  # asked for the lifetime, not vcluster's ten years
+        state = json.loads(ann[STATE])
+        assert state == {"renewAt": int(clock.wall() + 0.8 * LIFETIME),
+                         "tokens": {key: ["https://kubernetes.default.svc.cluster.local",
+                                          "https://kubernetes.default.svc", "https://kubernetes.default"]}}
+        await syncer.wait_idle()
+        clock.advance(0.8 * LIFETIME - 1)
+        await syncer.wait_idle()
+        assert token_of(annotations(clusters)) == (key, first)  # not yet
+        clock.advance(1)
+        await eventually(lambda: token_of(annotations(clusters))[1] != first, "the token renewed in place")
+        key2, second = token_of(annotations(clusters))
+        assert key2 == key  # the same annotation, which the mounted file reads: the kubelet refreshes it
+        assert await whoami(clusters.virtual, second) == "system:serviceaccount:default:default"
+        assert json.loads(annotations(clusters)[STATE])["renewAt"] == int(clock.wall() + 0.8 * LIFETIME)
+        assert renewed(syncer, "renewed") == 1.0
+        await syncer.wait_idle()
+        # a tenant's label change does not touch the tokens or their state
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"v": "2"}}}, "default")
+        await eventually(lambda: clusters.host_server.storage.get(PODS, HOST_NS, hname("web"))["metadata"][
+            "labels"].get("v") == "2", "the label on the host")
+        assert token_of(annotations(clusters)) == (key, second)
+
+
+async def test_a_failed_renewal_is_retried_and_shows_in_readyz(clusters: Clusters) -> None:
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=LIFETIME) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        _, first = token_of(annotations(clusters))
+        await syncer.wait_idle()
+        fault = clusters.virtual_server.faults.fail(503, verb="create", resource="serviceaccounts/token", times=2)
+        clock.advance(0.8 * LIFETIME)
+        await eventually(lambda: not syncer.ready, "not ready while the renewal fails")
+        assert syncer.readiness_detail()[0].startswith(
+            "renewing the service-account tokens of pod default/web failing: ")
+        assert renewed(syncer, "failed") >= 1.0
+        while fault.times:  # the retries come with backoff, on the clock
+            await syncer.wait_idle()
+            clock.advance(max(clock.pending()[0] - clock.now(), 0.0) if clock.pending() else 1.0)
+            await eventually(lambda: fault.times == 0 or not syncer.pod_queue.idle or bool(clock.pending()),
+                             "the retry scheduled")
+        await eventually(lambda: token_of(annotations(clusters))[1] != first, "renewed once the server answers")
+        await eventually(lambda: syncer.ready, "ready again")
+        assert renewed(syncer, "renewed") == 1.0
+
+
+async def test_tokens_in_a_secret_are_renewed_in_the_secret(clusters: Clusters) -> None:
+    doc = rc_config()
+    doc["sync"]["toHost"] = {"pods": {"useSecretsForSATokens": True}}
+    clock = FakeClock()
+    async with running_syncer(clusters, doc, clock=clock, token_lifetime=LIFETIME) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        state = json.loads(annotations(clusters)[STATE])
+        (vol,) = state["tokens"]
+        secret = clusters.host_server.storage.get(SECRETS, HOST_NS, state["secret"])
+        assert secret is not None
+        first = secret["data"][vol]
+        await syncer.wait_idle()
+        clock.advance(0.8 * LIFETIME)
+
+        def current() -> str:
+            s = clusters.host_server.storage.get(SECRETS, HOST_NS, state["secret"])
+            return str((s or {}).get("data", {}).get(vol))
+        await eventually(lambda: current() != first, "the Secret's token renewed")
+        assert await whoami(clusters.virtual, base64.b64decode(current()).decode()) == \
+            "system:serviceaccount:default:default"
+
+
+async def test_lifetime_zero_keeps_vclusters_ten_year_tokens(clusters: Clusters) -> None:
+    async with running_syncer(clusters, rc_config(), token_lifetime=0):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+    ann = annotations(clusters)
+    c = claims(token_of(ann)[1])
+    assert c["exp"] - c["iat"] == 315_360_000  # vcluster's 10 * 365 days
+    assert STATE not in ann
