@@ -267,3 +267,57 @@ def test_translate_image_for_every_container_kind() -> None:
                       "ephemeralContainers": [{"name": "e", "image": "nginx:1"}]}, options=opts)["spec"]
     assert [c["image"] for f in ("initContainers", "containers", "ephemeralContainers") for c in spec[f]] == [
         "registry.local/nginx:1", "registry.local/nginx:1", "other", "registry.local/nginx:1"]
+
+
+# ------------------------------------------------------------------ translator.go / syncer.go: the other switches
+
+def test_service_accounts_synced_by_vcluster_are_used() -> None:
+    # Translate with sync.toHost.serviceAccounts: the host copy of the pod's own service account
+    view = ClusterView("10.96.0.1", "10.96.0.10", service_account="vc-workload-vc")
+    doc = {"sync": {"toHost": {"serviceAccounts": {"enabled": True}}}}
+    assert translate({"serviceAccountName": "builder"}, cluster=view, options=options(doc))["spec"][
+        "serviceAccountName"] == "builder-x-test-ns-x-vc"
+    assert translate({"serviceAccountName": "builder"}, cluster=view)["spec"]["serviceAccountName"] == "vc-workload-vc"
+
+
+@pytest.mark.parametrize(("doc", "want"), [
+    # TestTranslateResourceClaims: "both disabled", "ResourceClaimName only" enabled, both enabled
+    ({}, [{"name": "a", "resourceClaimName": "claim"}, {"name": "b", "resourceClaimTemplateName": "tpl"}]),
+    ({"sync": {"toHost": {"resourceClaims": {"enabled": True}}}},
+     [{"name": "a", "resourceClaimName": "claim-x-test-ns-x-vc"}, {"name": "b", "resourceClaimTemplateName": "tpl"}]),
+    ({"sync": {"toHost": {"resourceClaims": {"enabled": True}, "resourceClaimTemplates": {"enabled": True}}}},
+     [{"name": "a", "resourceClaimName": "claim-x-test-ns-x-vc"},
+      {"name": "b", "resourceClaimTemplateName": "tpl-x-test-ns-x-vc"}]),
+])
+def test_resource_claims(doc: Obj, want: list[Obj]) -> None:
+    spec = translate({"resourceClaims": [{"name": "a", "resourceClaimName": "claim"},
+                                         {"name": "b", "resourceClaimTemplateName": "tpl"}]}, options=options(doc))
+    assert spec["spec"]["resourceClaims"] == want
+
+
+def test_the_synced_nodes_selector_keeps_host_pods_on_those_nodes() -> None:
+    # syncer.go SyncToHost "ensure node selector" (TestSyncTable "SyncToHost and enforce NodeSelector")
+    opts = options({"sync": {"fromHost": {"nodes": {"selector": {"labels": {"pool": "tenants"}}}}}})
+    assert translate({"nodeSelector": {"disk": "ssd"}}, options=opts)["spec"]["nodeSelector"] == {
+        "disk": "ssd", "pool": "tenants"}
+    assert "nodeSelector" not in translate({"nodeName": "n1"}, options=opts)["spec"]  # already placed
+
+
+def test_with_the_virtual_scheduler_the_host_does_not_schedule_again() -> None:
+    # Translate: a pod scheduled by the virtual cluster's scheduler keeps its nodeName and loses what would
+    # make the host's scheduler decide (affinity, topology spread, nodeSelector)
+    opts = options({"controlPlane": {"advanced": {"virtualScheduler": {"enabled": True}}}})
+    spec = translate({"nodeName": "n1", "nodeSelector": {"a": "b"}, "affinity": {"podAntiAffinity": {}},
+                      "topologySpreadConstraints": [{"maxSkew": 1}]}, options=opts)["spec"]
+    assert (spec["nodeName"], "nodeSelector" in spec, "affinity" in spec, "topologySpreadConstraints" in spec) == (
+        "n1", False, False, False)
+
+
+def test_statuses_of_containers_the_host_injected_stay_hidden() -> None:
+    # diff.go stripInjectedSidecarContainers: a mesh's sidecar on the host pod is not shown in the virtual cluster
+    from syncer.controllers.translate import status_update
+    vpod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": [{"name": "app"}]}, "status": {}}
+    hpod = {"status": {"containerStatuses": [{"name": "app", "ready": True}, {"name": "istio-proxy", "ready": True}],
+                       "initContainerStatuses": [{"name": "istio-init"}]}}
+    assert status_update(hpod, vpod) == {"status": {"containerStatuses": [{"name": "app", "ready": True}],
+                                                    "initContainerStatuses": []}}

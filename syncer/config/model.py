@@ -131,13 +131,37 @@ class RuntimeClassesSync(_Strict):
         return _none_to_empty(v, [])
 
 
+class NodeSelectorLabels(_Loose):
+    """`sync.fromHost.nodes.selector`: only `labels` is read."""
+
+    labels: dict[str, str] = Field(default_factory=dict, description="host pods are kept to nodes with these labels")
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+
+class NodesSync(_Loose):
+    """`sync.fromHost.nodes`: only `selector.labels` is read."""
+
+    selector: NodeSelectorLabels = Field(default_factory=NodeSelectorLabels)
+
+    @field_validator("selector", mode="before")
+    @classmethod
+    def _selector(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
+
+
 class FromHost(_Loose):
-    """`sync.fromHost`: `runtimeClasses`, and `priorityClasses.enabled` (pods keep their class names)."""
+    """`sync.fromHost`: `runtimeClasses`, `priorityClasses.enabled` (pods keep their class names) and
+    `nodes.selector.labels` (host pods are kept to those nodes)."""
 
     runtimeClasses: RuntimeClassesSync = Field(default_factory=RuntimeClassesSync)
     priorityClasses: Enabled = Field(default_factory=Enabled)
+    nodes: NodesSync = Field(default_factory=NodesSync)
 
-    @field_validator("priorityClasses", mode="before")
+    @field_validator("priorityClasses", "nodes", mode="before")
     @classmethod
     def _pcs(cls, v: Any) -> Any:
         return _none_to_empty(v, {})
@@ -240,8 +264,12 @@ class ToHost(_Loose):
     configMaps: ToHostAll = Field(default_factory=ToHostAll)
     secrets: ToHostAll = Field(default_factory=ToHostAll)
     priorityClasses: Enabled = Field(default_factory=Enabled)
+    serviceAccounts: Enabled = Field(default_factory=Enabled)
+    resourceClaims: Enabled = Field(default_factory=Enabled)
+    resourceClaimTemplates: Enabled = Field(default_factory=Enabled)
 
-    @field_validator("pods", "configMaps", "secrets", "priorityClasses", mode="before")
+    @field_validator("pods", "configMaps", "secrets", "priorityClasses", "serviceAccounts", "resourceClaims",
+                     "resourceClaimTemplates", mode="before")
     @classmethod
     def _sections(cls, v: Any) -> Any:
         return _none_to_empty(v, {})
@@ -270,11 +298,17 @@ class Advanced(_Loose):
 
     workloadServiceAccount: WorkloadServiceAccount = Field(default_factory=WorkloadServiceAccount)
     defaultImageRegistry: str = Field(default="", description="registry of the images vcluster adds, if set")
+    virtualScheduler: Enabled = Field(default_factory=Enabled)
 
     @field_validator("defaultImageRegistry", mode="before")
     @classmethod
     def _registry(cls, v: Any) -> Any:
         return _none_to_empty(v, "")
+
+    @field_validator("virtualScheduler", mode="before")
+    @classmethod
+    def _scheduler(cls, v: Any) -> Any:
+        return _none_to_empty(v, {})
 
     @field_validator("workloadServiceAccount", mode="before")
     @classmethod

@@ -348,6 +348,8 @@ class PodReconciler:
 
     async def _create(self, vpod: Obj, resolution: policy.Resolution) -> float | None:
         """Translate, wait for the host objects the pod needs, request its tokens, create the host pod."""
+        if self.options.virtual_scheduler and not (vpod.get("spec") or {}).get("nodeName"):
+            return None  # vcluster's SyncToHost: the virtual scheduler binds it first (its binding wakes the pod)
         default = resolution.runtime_class if resolution.defaulted else ""
         desired, deps = self._translate(vpod, default)
         missing = await self._missing(vpod, deps)

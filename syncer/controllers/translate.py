@@ -221,8 +221,19 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     scheduling.translate_images(spec, opts.translate_image)
     if forced_runtime_class:
         spec["runtimeClassName"] = forced_runtime_class
-    affinity.translate_affinity(spec, meta["namespace"], vcluster_name, lambda k: host_label_key(k, vcluster_name),
-                                lambda k: ns_label_key(k, vcluster_name))
+    if opts.virtual_scheduler:  # the virtual cluster's scheduler chose the node (vcluster's Translate)
+        for k in ("affinity", "topologySpreadConstraints", "nodeSelector"):
+            spec.pop(k, None)
+    else:
+        affinity.translate_affinity(spec, meta["namespace"], vcluster_name, lambda k: host_label_key(k, vcluster_name),
+                                    lambda k: ns_label_key(k, vcluster_name))
+        if opts.node_selector and not spec.get("nodeName"):  # SyncToHost "ensure node selector"
+            spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **opts.node_selector}
+    for claim in spec.get("resourceClaims") or []:
+        for key, on in (("resourceClaimName", opts.resource_claims),
+                        ("resourceClaimTemplateName", opts.resource_claim_templates)):
+            if on and isinstance(claim, dict) and isinstance(claim.get(key), str):
+                claim[key] = host_pod_name(claim[key], meta["namespace"], vcluster_name)
     if opts.enforce_tolerations:
         spec["tolerations"] = scheduling.add_tolerations(spec.get("tolerations") or [], opts.enforce_tolerations)
     deps = translate_references(spec, meta["name"], lambda n: host_pod_name(n, meta["namespace"], vcluster_name))
@@ -237,7 +248,10 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
         vspec = vpod.get("spec") or {}
         annotations.update(downward.identity_annotations(vpod))
         downward.translate_downward_api(spec)
-        if cluster.service_account:
+        own_sa = (vpod.get("spec") or {}).get("serviceAccountName") or (vpod.get("spec") or {}).get("serviceAccount")
+        if opts.service_accounts_to_host and own_sa:
+            spec["serviceAccountName"] = host_pod_name(own_sa, meta["namespace"], vcluster_name)
+        elif cluster.service_account:
             spec["serviceAccountName"] = cluster.service_account
         environment.translate_dns(spec, meta["namespace"], cluster.dns_ip, opts.cluster_domain)
         env = environment.service_environment(cluster.services, vspec.get("enableServiceLinks") is not False,
@@ -263,8 +277,14 @@ def status_update(hpod: Obj, vpod: Obj) -> Obj | None:
     """A merge patch for the virtual pod's status subresource that copies the host pod's status
     fields (STATUS_FIELDS; a field the host no longer has is removed), or None when they are equal. The
     conditions of the pod's readiness gates stay the virtual pod's (a controller in the virtual cluster sets
-    them; they go the other way, podupdate.py)."""
+    them; they go the other way, podupdate.py), and the statuses of containers the virtual pod does not have (a
+    host webhook's sidecar) are left out, as vcluster's `stripInjectedSidecarContainers` does."""
     hs, vs = dict(hpod.get("status") or {}), vpod.get("status") or {}
+    vspec = vpod.get("spec") or {}
+    for field, spec_field in (("containerStatuses", "containers"), ("initContainerStatuses", "initContainers")):
+        if isinstance(hs.get(field), list):  # containers a host webhook injected (a mesh's sidecar) stay hidden
+            names = {c.get("name") for c in vspec.get(spec_field) or [] if isinstance(c, dict)}
+            hs[field] = [c for c in hs[field] if isinstance(c, dict) and c.get("name") in names]
     gates = [str(g.get("conditionType")) for g in (vpod.get("spec") or {}).get("readinessGates") or []
              if isinstance(g, dict)]
     if gates:

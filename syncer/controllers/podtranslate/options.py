@@ -40,6 +40,11 @@ class PodOptions:
         set_owner: `experimental.syncSettings.setOwner`.
         physical_host_paths: `controlPlane.hostPathMapper.enabled` and not `.central`.
         cluster_domain: `networking.advanced.clusterDomain`.
+        service_accounts_to_host: `sync.toHost.serviceAccounts.enabled` (pods run as the host copy of their own).
+        resource_claims, resource_claim_templates: `sync.toHost.resourceClaims.enabled` /
+            `resourceClaimTemplates.enabled` (claim names translated).
+        node_selector: `sync.fromHost.nodes.selector.labels` (merged into every host pod's nodeSelector).
+        virtual_scheduler: `controlPlane.advanced.virtualScheduler.enabled` (the virtual cluster picks nodes).
     """
 
     priority_classes_to_host: bool = False
@@ -54,6 +59,11 @@ class PodOptions:
     set_owner: bool = True
     physical_host_paths: bool = False
     cluster_domain: str = "cluster.local"
+    service_accounts_to_host: bool = False
+    resource_claims: bool = False
+    resource_claim_templates: bool = False
+    node_selector: dict[str, str] = field(default_factory=dict)
+    virtual_scheduler: bool = False
 
     @classmethod
     def from_config(cls, config: SyncerConfig) -> PodOptions:
@@ -76,4 +86,9 @@ class PodOptions:
             set_owner=raw.experimental.syncSettings.setOwner,
             physical_host_paths=mapper.enabled and not mapper.central,
             cluster_domain=raw.networking.advanced.clusterDomain or "cluster.local",
+            service_accounts_to_host=raw.sync.toHost.serviceAccounts.enabled,
+            resource_claims=raw.sync.toHost.resourceClaims.enabled,
+            resource_claim_templates=raw.sync.toHost.resourceClaimTemplates.enabled,
+            node_selector=dict(raw.sync.fromHost.nodes.selector.labels),
+            virtual_scheduler=raw.controlPlane.advanced.virtualScheduler.enabled,
         )
