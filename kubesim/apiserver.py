@@ -743,7 +743,9 @@ class EmbeddedAPIServer:
         if sub is None and {k: v for k, v in new.items() if k not in ("metadata", "status")} != {
                 k: v for k, v in old.items() if k not in ("metadata", "status")}:
             new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
-        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") and not (
+                res == PODS and new["metadata"].get("deletionGracePeriodSeconds")):
+            # the last finalizer removed; a gracefully terminating pod stays until its kubelet deletes it (grace 0)
             return self.storage.remove(res, old)
         return self.storage.write(res, new, old)
 

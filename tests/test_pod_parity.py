@@ -132,3 +132,20 @@ async def test_host_paths_that_would_show_every_pods_logs_are_rewritten(clusters
         hp = (await host_pods(clusters, lambda o: hname("shipper") in o, "shipper on the host"))[hname("shipper")]
     assert hp["spec"]["volumes"][0] == {"name": "logs", "hostPath": {"path": f"/tmp/vcluster/{HOST_NS}/test/log/pods"}}
     assert hp["spec"]["containers"][0]["volumeMounts"][0]["mountPropagation"] == "HostToContainer"
+
+
+async def test_a_terminating_pod_still_shows_the_hosts_final_status(clusters: Clusters) -> None:
+    # vcluster's Sync: "Keep propagating the host status to the virtual pod while the host pod is deleting": a
+    # Job's controller waits for Succeeded or Failed before it lets the pod go
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, pod("job-1"), "default")
+        await host_pods(clusters, lambda o: hname("job-1") in o, "job-1 on the host")
+        await clusters.host.bind(hname("job-1"), HOST_NS, "node-1")  # a bound pod terminates gracefully
+        await eventually(lambda: vstored(clusters, "job-1")["spec"].get("nodeName") == "node-1", "bound")
+        await clusters.virtual.delete(PODS, "job-1", "default", grace_period_seconds=30)
+        await host_pods(clusters, lambda o: o[hname("job-1")]["metadata"].get("deletionTimestamp"),
+                        "the host pod terminating")  # no kubelet here: it stays terminating
+        await clusters.host.patch(PODS, hname("job-1"), {"status": {"phase": "Succeeded"}}, HOST_NS,
+                                  subresource="status")
+        await eventually(lambda: vstored(clusters, "job-1")["status"]["phase"] == "Succeeded",
+                         "the final phase on the terminating virtual pod")

@@ -61,7 +61,7 @@ ROWS = [
     (8, virtual(deleting=True), None, True, ADMITTED,
      podplan.FinishVirtualDelete("it is being deleted and has no host pod")),
     (9, virtual(deleting=True), host(), False, ADMITTED, podplan.ReportOrphaned(ORPHANED)),
-    (10, virtual(deleting=True), host(deleting=True), True, ADMITTED, podplan.Nothing()),
+    (10, virtual(deleting=True), host(deleting=True), True, ADMITTED, podplan.CopyStatus()),
     (11, virtual(deleting=True), host(), True, ADMITTED, podplan.DeleteHost("virtual pod is being deleted", 30)),
     (12, virtual(started=True), None, True, ADMITTED, podplan.FinishVirtualDelete("its host pod is gone")),
     (13, virtual(), None, True, REFUSED, podplan.Refuse(REFUSED)),

@@ -18,7 +18,7 @@ uid); "orphaned" means its runtime class no longer passes the gate. The first ma
 | 7 | exists                 | stale, orphaned       | RefuseStale: SyncWarning, delete it on the host             |
 | 8 | being deleted          | none                  | FinishVirtualDelete: delete the virtual pod with grace 0    |
 | 9 | being deleted          | ours, orphaned        | ReportOrphaned: leave both; Orphaned event                  |
-|10 | being deleted          | ours, being deleted   | Nothing: wait for the host pod to go                        |
+|10 | being deleted          | ours, being deleted   | CopyStatus: only the host's status comes back until it goes |
 |11 | being deleted          | ours                  | DeleteHost with the virtual pod's grace period              |
 |12 | exists, was started    | none                  | FinishVirtualDelete: its host pod vanished (as vcluster)    |
 |13 | exists, refused        | none                  | Refuse: SyncWarning with the gate's or the policy's reason |
@@ -93,8 +93,9 @@ class ReportOrphaned:
 
 
 @dataclass(frozen=True)
-class Nothing:
-    """Row 10: nothing to do until the host pod is gone."""
+class CopyStatus:
+    """Row 10: both pods are being deleted; the host pod's status still comes back (a Job's controller waits for
+    Succeeded or Failed before it lets a pod go, as vcluster's `Sync` says), nothing else is written."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class Update:
     decision: GateDecision
 
 
-Action = (Skip | Forget | DeleteHost | LeaveOrphan | RefuseStale | FinishVirtualDelete | ReportOrphaned | Nothing
+Action = (Skip | Forget | DeleteHost | LeaveOrphan | RefuseStale | FinishVirtualDelete | ReportOrphaned | CopyStatus
           | Refuse | Create | Update)
 
 
@@ -174,7 +175,7 @@ def plan(virtual: Obj | None, host: Obj | None, *, vcluster_name: str, namespace
         if decision.refusal is not None:
             return ReportOrphaned(decision.refusal)
         if (host.get("metadata") or {}).get("deletionTimestamp"):
-            return Nothing()
+            return CopyStatus()
         return DeleteHost("virtual pod is being deleted", vmeta.get("deletionGracePeriodSeconds"))
     if host is None:
         if ((virtual.get("status") or {}).get("startTime")):

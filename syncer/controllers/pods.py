@@ -316,8 +316,9 @@ class PodReconciler:
                 if not (vpod.get("metadata") or {}).get("deletionTimestamp"):
                     self.metrics.pods_refused.labels(refusal.runtime_class).inc()
                 await self._orphaned(vpod, hpod, refusal)
-            case podplan.Nothing():
-                pass
+            case podplan.CopyStatus():
+                assert vpod is not None and hpod is not None
+                await self._copy_status(vpod, hpod)
             case podplan.Refuse(resolution):
                 assert vpod is not None and resolution.refusal is not None
                 if self.policy is not None and resolution.refusal.metric != "gate":
@@ -450,17 +451,10 @@ class PodReconciler:
         if not unchanged:
             plan = podupdate.plan_update(self._translate(vpod)[0], hpod, vpod, vcluster_name=self.vcluster_name)
             await self._apply_update(vpod, hpod, plan, decision)
-        meta = vpod["metadata"]
         # The status is copied whatever happens to the binding: a virtual API server without
         # pods/binding, or RBAC without it, must still show the pod Running.
         bind_error = await self._bind(vpod, (hpod.get("spec") or {}).get("nodeName"))
-        status = translate.status_update(hpod, vpod)
-        if status is not None:
-            try:
-                await self.virtual.patch(PODS, meta["name"], status, meta["namespace"], subresource="status")
-            except ApiError as e:
-                if not e.not_found:
-                    raise
+        await self._copy_status(vpod, hpod)
         if bind_error is not None:
             raise bind_error  # retried with backoff, reported once per cause
         if (hpod.get("metadata") or {}).get("deletionTimestamp"):
@@ -474,6 +468,17 @@ class PodReconciler:
         finally:
             if self.tokens.renewals > renewals:
                 self.metrics.token_renewals.labels("renewed").inc()
+
+    async def _copy_status(self, vpod: Obj, hpod: Obj) -> None:
+        """Copy the host pod's status to the virtual pod (translate.status_update) when they differ."""
+        meta = vpod["metadata"]
+        status = translate.status_update(hpod, vpod)
+        if status is not None:
+            try:
+                await self.virtual.patch(PODS, meta["name"], status, meta["namespace"], subresource="status")
+            except ApiError as e:
+                if not e.not_found:
+                    raise
 
     async def _apply_update(self, vpod: Obj, hpod: Obj, plan: podupdate.PodUpdate,
                             decision: gate.GateDecision) -> None:
