@@ -31,7 +31,7 @@ from syncer.config.model import ConfigError, SyncerConfig, load_config
 from syncer.controllers import gate, translate
 from syncer.controllers.podtranslate.tokens import TOKEN_ANNOTATION_PREFIX
 from syncer.kube.client import KubeClient
-from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SECRETS
+from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, PRIORITYCLASSES, RUNTIMECLASSES, SECRETS
 from syncer.kube.wait import wait_for
 from syncer.manager import Options, Syncer
 
@@ -40,7 +40,7 @@ VCLUSTER = "demo"
 HOST_NAMESPACE = "vcluster-demo"
 LOCAL_RC = "tenant-made-class"
 LATE_OBJECTS = {"web-settings"}  # created after the pods, to show a pod waiting for its ConfigMap
-OBJECT_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}
+OBJECT_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS, "PriorityClass": PRIORITYCLASSES}
 
 
 def default_examples() -> Path:
@@ -204,6 +204,7 @@ async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: Embe
                 w(f"           {kind} {ref} -> host {kind} {translate.host_pod_name(ref, 'default', VCLUSTER)}\n")
             if name in waited:
                 w(f"           waited (not on the host) until {waited[name]} was created and synced by vcluster\n")
+    _print_translation(w, pods, host_pods, allowed)
     if allowed:
         name = next((n for n in allowed if n in waited), allowed[-1])  # the workload pod, when there is one
         hp = host_pods[f"{HOST_NAMESPACE}/{translate.host_pod_name(name, 'default', VCLUSTER)}"]
@@ -222,6 +223,39 @@ async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: Embe
       "   # then watch microvm-kata-fc sync\n")
     w(f"  (syncer log: {workdir / 'syncer.log'})\n")
     out.flush()
+
+
+def _print_translation(w: Any, pods: list[Obj], host_pods: dict[str, Obj], allowed: list[str]) -> None:
+    """What the host received for the pods that show vcluster's translation: a Deployment's pod (anti-affinity,
+    priority class, owner) and a StatefulSet's (hostname and subdomain)."""
+    lines: list[str] = []
+    for pod in pods:
+        name, spec = pod["metadata"]["name"], pod.get("spec") or {}
+        if name not in allowed or not (spec.get("affinity") or spec.get("subdomain")):
+            continue
+        hp = host_pods[f"{HOST_NAMESPACE}/{translate.host_pod_name(name, 'default', VCLUSTER)}"]
+        hs, ann = hp["spec"], hp["metadata"].get("annotations") or {}
+        lines.append(f"  default/{name}\n")
+        terms = ((hs.get("affinity") or {}).get("podAntiAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution") or []
+        for term in terms:
+            sel = ", ".join(f"{k}={v}" for k, v in sorted(term["labelSelector"].get("matchLabels", {}).items()))
+            lines.append(f"    anti-affinity selector on the host: {sel}\n")
+        if spec.get("priorityClassName"):
+            lines.append(f"    priority class {spec['priorityClassName']} (virtual) -> host "
+                         f"{hs.get('priorityClassName') or '<host default>'}, priority {hs.get('priority')}\n")
+        owners = ", ".join(f"{o['kind']} {o['name']}" for o in hp["metadata"].get("ownerReferences") or [])
+        if owners:
+            evict = ann.get("cluster-autoscaler.kubernetes.io/safe-to-evict")
+            lines.append(f"    owned by {owners}; safe-to-evict {evict}\n")
+        if spec.get("subdomain"):
+            init = [c["name"] for c in hs.get("initContainers") or []]
+            lines.append(f"    hostname {hs.get('hostname')}, subdomain removed; init containers {', '.join(init)} "
+                         f"make {spec.get('hostname')}.{spec['subdomain']}.default.svc.cluster.local resolve\n")
+    if lines:
+        w("\nvcluster's pod translation (what the host received)\n")
+        for line in lines:
+            w(line)
 
 
 def main(args: argparse.Namespace) -> int:

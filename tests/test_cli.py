@@ -145,6 +145,12 @@ async def test_demo_runs_from_the_examples(tmp_path: Path) -> None:
     assert re.search(r"default/web-config: the virtual API server answers the token in vcluster\.loft\.sh/token-"
                      r"[a-z0-9]{8} with system:serviceaccount:default:default\n", out), out
     assert (tmp_path / "virtual.kubeconfig").is_file() and (tmp_path / "host.kubeconfig").is_file()
+    # vcluster's pod translation: a Deployment's pod confined and re-prioritised, a StatefulSet's FQDN
+    assert ("anti-affinity selector on the host: app=web, vcluster.loft.sh/managed-by=demo, "
+            "vcluster.loft.sh/namespace=default") in out
+    assert "priority class tenant-high (virtual) -> host <host default>, priority 0" in out
+    assert "owned by Service demo; safe-to-evict true" in out
+    assert "init containers vcluster-rewrite-hosts make db-0.db.default.svc.cluster.local resolve" in out
 
 
 async def test_validate_reports_every_error_in_document_order(tmp_path: Path) -> None:
