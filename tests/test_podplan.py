@@ -43,6 +43,11 @@ def host(*, uid: str = UID, deleting: bool = False, owner: str = VC) -> Obj:
     return {"metadata": meta, "spec": {}}
 
 
+def bound(pod: Obj, node: str) -> Obj:
+    pod["spec"]["nodeName"] = node
+    return pod
+
+
 ADMITTED = Resolution(True, "gvisor", pod=NAME)
 REFUSED = Resolution(False, "gvisor", refusal=Refusal(Why.NOT_FOUND, "gvisor"), pod=NAME)
 
@@ -67,7 +72,13 @@ ROWS = [
     (13, virtual(), None, True, REFUSED, podplan.Refuse(REFUSED)),
     (14, virtual(), None, True, ADMITTED, podplan.Create(ADMITTED)),
     (15, virtual(), host(), False, ADMITTED, podplan.ReportOrphaned(ORPHANED)),
-    (16, virtual(), host(), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
+    (16, bound(virtual(), "node-2"), bound(host(), "node-1"), True, ADMITTED,
+     podplan.FinishVirtualDelete("it is bound to node node-2 and its host pod runs on node node-1")),
+    (17, virtual(), host(), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
+    (17, bound(virtual(), "node-1"), bound(host(), "node-1"), True, ADMITTED,
+     podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
+    (17, virtual(), bound(host(), "node-1"), True, ADMITTED,  # not bound yet: the update binds it
+     podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
 ]
 
 
@@ -89,8 +100,8 @@ def test_each_row_of_the_table(row: int, vpod: Obj | None, hpod: Obj | None, gat
 def test_every_row_has_a_case_and_the_docstring_lists_them_all() -> None:
     rows = [line.split("|")[1].strip() for line in (podplan.__doc__ or "").splitlines()
             if line.startswith("|") and line.split("|")[1].strip().isdigit()]
-    assert rows == [str(n) for n in range(1, 17)]
-    assert {r[0] for r in ROWS} == set(range(1, 17))
+    assert rows == [str(n) for n in range(1, 18)]
+    assert {r[0] for r in ROWS} == set(range(1, 18))
 
 
 def test_a_pod_on_the_host_is_never_asked_to_be_admitted_again() -> None:

@@ -321,3 +321,19 @@ def test_statuses_of_containers_the_host_injected_stay_hidden() -> None:
                        "initContainerStatuses": [{"name": "istio-init"}]}}
     assert status_update(hpod, vpod) == {"status": {"containerStatuses": [{"name": "app", "ready": True}],
                                                     "initContainerStatuses": []}}
+
+
+def test_resource_claim_statuses_name_the_virtual_claims() -> None:
+    # diff.go convertResourceClaimStatuses (TestDiffResourceClaimStatus): "Translate mapped resource claim name",
+    # "Keep host name if mapping fails"
+    from syncer.controllers.translate import status_update
+    long = "c" * 60
+    hashed = "c" * 52 + "-"  # a shortened host name cannot be mapped back
+    vpod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}, "status": {}}
+    hpod = {"status": {"resourceClaimStatuses": [
+        {"name": "gpu", "resourceClaimName": "gpu-claim-x-ns-x-vc"},
+        {"name": "other", "resourceClaimName": "someone-elses"},
+        {"name": "long", "resourceClaimName": hashed + hashlib.sha256(f"{long}-x-ns-x-vc".encode()).hexdigest()[:10]}]}}
+    statuses = status_update(hpod, vpod, "vc")["status"]["resourceClaimStatuses"]  # type: ignore[index]
+    assert [s["resourceClaimName"] for s in statuses] == [
+        "gpu-claim", "someone-elses", hashed + hashlib.sha256(f"{long}-x-ns-x-vc".encode()).hexdigest()[:10]]

@@ -24,7 +24,8 @@ uid); "orphaned" means its runtime class no longer passes the gate. The first ma
 |13 | exists, refused        | none                  | Refuse: SyncWarning with the gate's or the policy's reason |
 |14 | exists, admitted       | none                  | Create: translate, wait for host objects, tokens, create    |
 |15 | exists                 | ours, orphaned        | ReportOrphaned: no updates; Orphaned event                  |
-|16 | exists                 | ours                  | Update: patch mutable fields; copy status back; bind node   |
+|16 | bound to another node  | ours, on its node     | FinishVirtualDelete: the pods disagree (vcluster ensureNode) |
+|17 | exists                 | ours                  | Update: patch mutable fields; copy status back; bind node   |
 
 Row 13/14 ask `admit()` (the runtime policy's resolution, which includes the gate, or the gate alone);
 the other rows ask `judge(class)`, the gate for the class the pod named (for a host pod, the class its
@@ -80,7 +81,7 @@ class RefuseStale:
 
 @dataclass(frozen=True)
 class FinishVirtualDelete:
-    """Rows 8, 12: delete the virtual pod with grace 0; `why` for the log."""
+    """Rows 8, 12, 16: delete the virtual pod with grace 0; `why` for the log."""
 
     why: str
 
@@ -114,7 +115,7 @@ class Create:
 
 @dataclass(frozen=True)
 class Update:
-    """Row 16: bring the host pod's mutable fields to the translation, copy its status back."""
+    """Row 17: bring the host pod's mutable fields to the translation, copy its status back."""
 
     decision: GateDecision
 
@@ -185,4 +186,7 @@ def plan(virtual: Obj | None, host: Obj | None, *, vcluster_name: str, namespace
     decision = judge(named)
     if decision.refusal is not None:
         return ReportOrphaned(decision.refusal)
+    vnode, hnode = (virtual.get("spec") or {}).get("nodeName"), (host.get("spec") or {}).get("nodeName")
+    if vnode and hnode and vnode != hnode:
+        return FinishVirtualDelete(f"it is bound to node {vnode} and its host pod runs on node {hnode}")
     return Update(decision)

@@ -472,7 +472,7 @@ class PodReconciler:
     async def _copy_status(self, vpod: Obj, hpod: Obj) -> None:
         """Copy the host pod's status to the virtual pod (translate.status_update) when they differ."""
         meta = vpod["metadata"]
-        status = translate.status_update(hpod, vpod)
+        status = translate.status_update(hpod, vpod, self.vcluster_name)
         if status is not None:
             try:
                 await self.virtual.patch(PODS, meta["name"], status, meta["namespace"], subresource="status")

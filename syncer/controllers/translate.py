@@ -124,7 +124,7 @@ VIRTUAL_RUNTIME_CLASS = "runtimeclass-syncer.io/virtual-runtime-class"
 # (a host LimitRange can make the host's differ); vcluster keeps the virtual one too (translate/diff.go,
 # DesiredVirtualStatus).
 STATUS_FIELDS = ("phase", "conditions", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
-                 "podIP", "podIPs", "hostIP", "hostIPs", "startTime", "reason", "message")
+                 "podIP", "podIPs", "hostIP", "hostIPs", "startTime", "reason", "message", "resourceClaimStatuses")
 
 
 @dataclass(frozen=True)
@@ -273,18 +273,37 @@ def virtual_key_of_host_pod(hpod: Obj) -> str | None:
     return f"{ns}/{name}" if isinstance(name, str) and isinstance(ns, str) and name and ns else None
 
 
-def status_update(hpod: Obj, vpod: Obj) -> Obj | None:
+def virtual_claim_name(host_name: str, namespace: str, vcluster_name: str) -> str:
+    """The virtual name of a ResourceClaim from its host name `<name>-x-<namespace>-x-<vcluster>`; a name that is
+    not one (or was shortened with a hash) stays as it is, as vcluster's `convertResourceClaimStatuses` keeps the
+    host name when the mapping fails."""
+    suffix = f"-x-{namespace}-x-{vcluster_name}"
+    if host_name.endswith(suffix):
+        name = host_name[:-len(suffix)]
+        if host_pod_name(name, namespace, vcluster_name) == host_name:
+            return name
+    return host_name
+
+
+def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
     """A merge patch for the virtual pod's status subresource that copies the host pod's status
     fields (STATUS_FIELDS; a field the host no longer has is removed), or None when they are equal. The
     conditions of the pod's readiness gates stay the virtual pod's (a controller in the virtual cluster sets
     them; they go the other way, podupdate.py), and the statuses of containers the virtual pod does not have (a
-    host webhook's sidecar) are left out, as vcluster's `stripInjectedSidecarContainers` does."""
+    host webhook's sidecar) are left out, as vcluster's `stripInjectedSidecarContainers` does. With `vcluster_name`,
+    resource-claim statuses name the virtual claims (virtual_claim_name)."""
     hs, vs = dict(hpod.get("status") or {}), vpod.get("status") or {}
     vspec = vpod.get("spec") or {}
     for field, spec_field in (("containerStatuses", "containers"), ("initContainerStatuses", "initContainers")):
         if isinstance(hs.get(field), list):  # containers a host webhook injected (a mesh's sidecar) stay hidden
             names = {c.get("name") for c in vspec.get(spec_field) or [] if isinstance(c, dict)}
             hs[field] = [c for c in hs[field] if isinstance(c, dict) and c.get("name") in names]
+    if vcluster_name and isinstance(hs.get("resourceClaimStatuses"), list):  # host claim names back to virtual ones
+        ns = str((vpod.get("metadata") or {}).get("namespace", ""))
+        hs["resourceClaimStatuses"] = [
+            {**c, "resourceClaimName": virtual_claim_name(c["resourceClaimName"], ns, vcluster_name)}
+            if isinstance(c, dict) and isinstance(c.get("resourceClaimName"), str) else c
+            for c in hs["resourceClaimStatuses"]]
     gates = [str(g.get("conditionType")) for g in (vpod.get("spec") or {}).get("readinessGates") or []
              if isinstance(g, dict)]
     if gates:
