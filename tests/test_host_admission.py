@@ -162,3 +162,30 @@ async def test_a_class_the_host_lacks_is_the_hosts_refusal(clusters: Clusters) -
         events = await warnings_for(clusters, "web", lambda es: any(e["reason"] == "SyncError" for e in es))
     assert events[0]["message"] == (f'host rejected pod "web": pods "{hname("web")}" is forbidden: no PriorityClass '
                                     "with name high was found")
+
+
+async def test_the_priority_class_gate(clusters: Clusters) -> None:
+    # vcluster's applyLimitByPriorityClass (sync.fromHost.priorityClasses with a selector), its words; the system
+    # classes are never gated; a class relabelled to match lets its waiting pod through
+    await clusters.host.create(PRIORITYCLASSES, priority_class("tenant", 100, metadata={
+        "name": "tenant", "labels": {"tenants": "allowed"}}))
+    await clusters.host.create(PRIORITYCLASSES, priority_class("batch", 10))
+    for name, value in (("tenant", 100), ("batch", 10), ("ghost", 5)):
+        await clusters.virtual.create(PRIORITYCLASSES, priority_class(name, value))
+    doc = rc_config()
+    doc["sync"]["fromHost"]["priorityClasses"] = {"enabled": True, "selector": {"matchLabels": {"tenants": "allowed"}}}
+    async with running_syncer(clusters, doc):
+        for pod_name, pc in (("ok", "tenant"), ("batchy", "batch"), ("lost", "ghost"),
+                             ("critical", "system-cluster-critical")):
+            await clusters.virtual.create(PODS, pod(pod_name, priorityClassName=pc), "default")
+        await host_pods(clusters, lambda o: hname("ok") in o and hname("critical") in o, "ok and critical synced")
+        batchy = await warnings_for(clusters, "batchy")
+        lost = await warnings_for(clusters, "lost")
+        assert batchy[0]["reason"] == "SyncWarning" and batchy[0]["message"] == (
+            'did not sync pod "batchy" to host because the priority class "batch" in the host does not match the '
+            "selector under 'sync.fromHost.priorityClasses.selector'")
+        assert lost[0]["message"] == ('did not sync pod "lost" to host because the priority class "ghost" couldn\'t '
+                                      'be reached in the host: priorityclasses.scheduling.k8s.io "ghost" not found')
+        await clusters.host.patch(PRIORITYCLASSES, "batch", {"metadata": {"labels": {"tenants": "allowed"}}})
+        await host_pods(clusters, lambda o: hname("batchy") in o, "batchy synced once its class matches")
+    assert hname("lost") not in {p["metadata"]["name"] for p in (await clusters.host.list(PODS, HOST_NS))["items"]}

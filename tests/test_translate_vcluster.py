@@ -337,3 +337,12 @@ def test_resource_claim_statuses_name_the_virtual_claims() -> None:
     statuses = status_update(hpod, vpod, "vc")["status"]["resourceClaimStatuses"]  # type: ignore[index]
     assert [s["resourceClaimName"] for s in statuses] == [
         "gpu-claim", "someone-elses", hashed + hashlib.sha256(f"{long}-x-ns-x-vc".encode()).hexdigest()[:10]]
+
+
+def test_a_bad_priority_class_selector_is_a_config_error_naming_its_path() -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_config({"sync": {"fromHost": {"priorityClasses": {"enabled": True, "selector": {
+            "matchExpressions": [{"key": "tier", "operator": "Equals", "values": ["a"]}]}}}}})
+    assert e.value.errors == [
+        'invalid sync.fromHost.priorityClasses.selector: "Equals" is not a valid label selector operator (at '
+        "sync.fromHost.priorityClasses.selector.matchExpressions[0].operator)"]

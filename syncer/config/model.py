@@ -27,6 +27,7 @@ from syncer.patches.path import PathError
 from syncer.patches.path import parse as parse_path
 
 RC_PATH = "sync.fromHost.runtimeClasses"
+PC_PATH = "sync.fromHost.priorityClasses"
 _M = TypeVar("_M", bound=BaseModel)
 # Names are the same on both sides (behaviour.md section 2): these are never patched.
 UNPATCHABLE_PATHS = ("metadata.name", "metadata.namespace", "apiVersion", "kind")
@@ -153,12 +154,20 @@ class NodesSync(_Loose):
         return _none_to_empty(v, {})
 
 
+class PriorityClassesSync(_Loose):
+    """`sync.fromHost.priorityClasses`: vcluster syncs host PriorityClasses (pods keep their class names); with a
+    selector, a pod naming a class that does not pass it is not synced (vcluster's `applyLimitByPriorityClass`)."""
+
+    enabled: bool = Field(default=False, description="vcluster syncs host PriorityClasses")
+    selector: LabelSelector | None = Field(default=None, description="which host PriorityClasses pods may name")
+
+
 class FromHost(_Loose):
-    """`sync.fromHost`: `runtimeClasses`, `priorityClasses.enabled` (pods keep their class names) and
-    `nodes.selector.labels` (host pods are kept to those nodes)."""
+    """`sync.fromHost`: `runtimeClasses`, `priorityClasses` (pods keep their class names; its selector gates them)
+    and `nodes.selector.labels` (host pods are kept to those nodes)."""
 
     runtimeClasses: RuntimeClassesSync = Field(default_factory=RuntimeClassesSync)
-    priorityClasses: Enabled = Field(default_factory=Enabled)
+    priorityClasses: PriorityClassesSync = Field(default_factory=PriorityClassesSync)
     nodes: NodesSync = Field(default_factory=NodesSync)
 
     @field_validator("priorityClasses", "nodes", mode="before")
@@ -409,13 +418,16 @@ class SyncerConfig:
         raw: the parsed vcluster.yaml model.
         enabled: `sync.fromHost.runtimeClasses.enabled`.
         selector: the compiled selector (empty selects every RC).
+        priority_selector: the compiled `sync.fromHost.priorityClasses.selector` (empty: no priority-class gate).
         forced_runtime_class: `sync.toHost.pods.runtimeClassName` ("" = not forced).
         source: the parsed YAML document as a dict (exposed to patches as `context.vcluster.config`).
     """
 
-    def __init__(self, raw: VClusterConfig, selector: Selector, source: dict[str, Any]) -> None:
+    def __init__(self, raw: VClusterConfig, selector: Selector, source: dict[str, Any],
+                 priority_selector: Selector | None = None) -> None:
         self.raw = raw
         self.selector = selector
+        self.priority_selector = priority_selector or Selector()
         self.source = source
 
     @property
@@ -538,6 +550,12 @@ def parse_config(document: Any) -> SyncerConfig:
         for err in label_selector_errors(selector_model.model_dump()):
             path = f"{RC_PATH}.selector.{err.path}"
             errors.append((path, f"invalid {RC_PATH}.selector: {err.reason} (at {path})"))
+    pc_doc = _sub(document, "sync", "fromHost", "priorityClasses", "selector")
+    pc_model = raw.sync.fromHost.priorityClasses.selector if raw is not None else _valid(LabelSelector, pc_doc)
+    if pc_model is not None:
+        for err in label_selector_errors(pc_model.model_dump()):
+            path = f"{PC_PATH}.selector.{err.path}"
+            errors.append((path, f"invalid {PC_PATH}.selector: {err.reason} (at {path})"))
     patch_docs = rc_doc.get("patches") if isinstance(rc_doc, dict) else None
     patches = raw.sync.fromHost.runtimeClasses.patches if raw is not None else [
         p for p in (_valid(Patch, d) for d in (patch_docs if isinstance(patch_docs, list) else [])) if p is not None]
@@ -549,7 +567,9 @@ def parse_config(document: Any) -> SyncerConfig:
     assert raw is not None
     rc = raw.sync.fromHost.runtimeClasses
     selector = rc.selector.compile() if rc.selector is not None else Selector()
-    return SyncerConfig(raw, selector, document)
+    pcs = raw.sync.fromHost.priorityClasses
+    priority_selector = pcs.selector.compile() if pcs.enabled and pcs.selector is not None else Selector()
+    return SyncerConfig(raw, selector, document, priority_selector)
 
 
 def _sub(doc: Any, *keys: str) -> Any:

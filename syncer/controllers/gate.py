@@ -71,3 +71,26 @@ def evaluate(config: SyncerConfig, pod_name: str, rc_name: str, host_rc: Obj | N
     if not config.selector.matches(labels):
         return refuse(Why.NO_MATCH)
     return GateDecision(True, rc_name, pod=pod_name)
+
+
+# vcluster's constants.SystemPriorityClassesAllowList: never gated
+SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+
+
+def evaluate_priority(config: SyncerConfig, pc_name: str, host_pc: Obj | None) -> Refusal | None:
+    """vcluster's `applyLimitByPriorityClass`: with `sync.fromHost.priorityClasses.enabled` and a selector, a pod
+    naming priority class `pc_name` (not a system one) is refused unless the host PriorityClass `host_pc` (None
+    when the host has none) exists, is not being deleted and matches the selector. None when allowed."""
+    pcs = config.raw.sync.fromHost.priorityClasses
+    if not pcs.enabled or config.priority_selector.empty or not pc_name or pc_name in SYSTEM_PRIORITY_CLASSES:
+        return None
+    if host_pc is None:
+        return Refusal(Why.NOT_FOUND, priority_class=pc_name)
+    if sub_field(host_pc, "metadata", "deletionTimestamp"):
+        return Refusal(Why.DELETING, priority_class=pc_name)
+    labels = sub_field(host_pc, "metadata", "labels")
+    if labels is not None and not _is_string_map(labels):
+        return Refusal(Why.UNCHECKABLE, priority_class=pc_name, detail="metadata.labels is not a map of strings")
+    if not config.priority_selector.matches(labels):
+        return Refusal(Why.NO_MATCH, priority_class=pc_name)
+    return None

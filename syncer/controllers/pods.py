@@ -63,6 +63,7 @@ WAIT_RECHECK = 30.0  # seconds between checks after that (a host object appearin
 DNS_SERVICE = ("kube-system", "kube-dns")  # the virtual cluster's DNS Service, synced to the host by vcluster
 NAMESPACE_INDEX = "namespace"
 RC_INDEX = "runtimeClassName"
+PC_INDEX = "priorityClassName"
 
 
 def _waiting_for(d: Dependency) -> str:
@@ -82,6 +83,11 @@ def _namespace_index(obj: Cached) -> list[str]:
 def _rc_index(pod: Cached) -> list[str]:
     rcn = sub_field(pod, "spec", "runtimeClassName")
     return [rcn] if isinstance(rcn, str) and rcn else []
+
+
+def _pc_index(pod: Cached) -> list[str]:
+    pcn = sub_field(pod, "spec", "priorityClassName")
+    return [pcn] if isinstance(pcn, str) and pcn else []
 
 
 def _host_rc_index(hpod: Cached) -> list[str]:
@@ -179,6 +185,10 @@ class PodReconciler:
         self.namespaces = factory.store(sources.virtual_namespaces)
         factory.index(sources.virtual_pods, NAMESPACE_INDEX, _namespace_index)
         self.options = PodOptions.from_config(config)
+        self.host_pcs = Store()  # the priority-class gate's view, read only when it is on
+        if config.raw.sync.fromHost.priorityClasses.enabled and not config.priority_selector.empty:
+            self.host_pcs = factory.store(sources.host_priority_classes)
+            factory.index(sources.virtual_pods, PC_INDEX, _pc_index)
         self.tokens = ServiceAccountTokens(virtual, host, host_namespace=self.host_namespace,
                                            vcluster_name=self.vcluster_name, use_secrets=config.use_secrets_for_tokens,
                                            host_secrets=self.host_objects[SECRET], lifetime=token_lifetime,
@@ -200,6 +210,7 @@ class PodReconciler:
         - owns this vcluster's host pods (mapped to their virtual pod);
         - watches host RuntimeClasses whose gate view changed (exists, being deleted, matches): the pods that
           name them, the host pods synced with them, and every pod when it is a policy default;
+        - with the priority-class gate, watches host PriorityClasses: the pods that name them;
         - watches the host objects pods wait for, and the virtual ConfigMaps/Secrets they mark: the waiting pods;
         - watches virtual namespaces whose labels changed: their pods (the labels go to host pods as ns-labels,
           and choose a namespace's runtime policy entry).
@@ -211,6 +222,9 @@ class PodReconciler:
         if self.config.enabled:
             b.watches(s.host_rcs, self._pods_of_runtime_class, predicate=self._gate_view_changed,
                       relist=self.all_pod_keys)
+        if self.config.raw.sync.fromHost.priorityClasses.enabled and not self.config.priority_selector.empty:
+            b.watches(s.host_priority_classes,
+                      lambda pc: self.virtual_pods.keys_by_index(PC_INDEX, object_key(pc)))
         for kind in DEPENDENCY_RESOURCES:
             b.watches(s.host_objects(kind), functools.partial(self._waiting_for_host_object, kind), on_delete=False)
         for kind in FORCE_SYNC_RESOURCES:
@@ -335,9 +349,14 @@ class PodReconciler:
     # ------------------------------------------------------------------ the cases
 
     def _admit(self, vpod: Obj) -> policy.Resolution:
-        """The decision for a pod not yet on the host: the runtime policy's resolution (which includes the
-        gate), or without a policy the gate's decision for the class the pod names."""
+        """The decision for a pod not yet on the host: the priority-class gate's refusal, else the runtime policy's
+        resolution (which includes the gate), or without a policy the gate's decision for the class the pod
+        names."""
         meta, named = vpod["metadata"], (vpod.get("spec") or {}).get("runtimeClassName") or ""
+        pc_name = (vpod.get("spec") or {}).get("priorityClassName") or ""
+        refused = gate.evaluate_priority(self.config, pc_name, self.host_pcs.get(pc_name) if pc_name else None)
+        if refused is not None:  # vcluster checks the priority class first
+            return policy.Resolution(False, named, False, refused, meta["name"])
         if self.policy is None:
             d = self.decide(meta["name"], named)
             return policy.Resolution(d.allowed, named, False, d.refusal, meta["name"])

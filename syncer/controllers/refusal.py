@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 
 SELECTOR_PATH = "sync.fromHost.runtimeClasses.selector"
+PRIORITY_SELECTOR_PATH = "sync.fromHost.priorityClasses.selector"
 
 
 class Why(enum.Enum):
@@ -40,6 +41,9 @@ class Refusal:
         detail: NOT_FOUND/DELETING/UNCHECKABLE: the lookup's or the selector's error ("" for the
             contract's own words); HANDLER: the handler.
         allowed: NO_CLASS: the classes a pod may name here; HANDLER: the allowed handlers.
+        priority_class: set when the refusal is the priority-class gate's (vcluster's `applyLimitByPriorityClass`,
+            its words with `priority class` and `sync.fromHost.priorityClasses.selector`); `why` is then one of
+            the gate's four.
     """
 
     why: Why
@@ -47,16 +51,21 @@ class Refusal:
     default: bool = False
     detail: str = ""
     allowed: tuple[str, ...] = ()
+    priority_class: str = ""
 
     @property
     def subject(self) -> str:
-        """`the runtime class "<rc>"` or `its default runtime class "<rc>"`."""
+        """`the runtime class "<rc>"`, `its default runtime class "<rc>"` or `the priority class "<pc>"`."""
+        if self.priority_class:
+            return f'the priority class "{self.priority_class}"'
         return f'{"its default" if self.default else "the"} runtime class "{self.runtime_class}"'
 
     @property
     def predicate(self) -> str:
         """What is wrong with the subject, e.g. `in the host does not match the selector under '...'`."""
         listed = ", ".join(self.allowed) or "none"
+        if self.priority_class:
+            return self._priority_predicate()
         if self.why is Why.NOT_FOUND:
             return ("couldn't be reached in the host: "
                     + (self.detail or f'runtimeclasses.node.k8s.io "{self.runtime_class}" not found'))
@@ -71,6 +80,17 @@ class Refusal:
         if self.why is Why.HANDLER_UNKNOWN:
             return "couldn't be reached in the host, so its handler cannot be checked against the policy"
         return f"set spec.runtimeClassName (allowed: {listed})"
+
+    def _priority_predicate(self) -> str:
+        if self.why is Why.NOT_FOUND:
+            return ("couldn't be reached in the host: "
+                    + (self.detail or f'priorityclasses.scheduling.k8s.io "{self.priority_class}" not found'))
+        if self.why is Why.DELETING:
+            return "couldn't be reached in the host: priority class is being deleted"
+        if self.why is Why.UNCHECKABLE:
+            return f"in the host could not be checked against the selector under '{PRIORITY_SELECTOR_PATH}': " \
+                   f"{self.detail}"
+        return f"in the host does not match the selector under '{PRIORITY_SELECTOR_PATH}'"
 
     @property
     def reason(self) -> str:

@@ -4,12 +4,13 @@ read (the rest of a kept field packed as compact JSON; see kube/cache.py).
 
 | source                                   | kept                                                     |
 |------------------------------------------|----------------------------------------------------------|
-| virtual pods                             | whole; identity, class, node and start time decoded      |
+| virtual pods                             | whole; identity, classes, node and start time decoded    |
 | host pods (this vcluster's, by label)    | identity, labels, annotations, container names, images   |
 |                                          | and resources, ephemeral container names, tolerations,   |
 |                                          | scheduling gates, activeDeadlineSeconds, class, node,    |
 |                                          | status                                                   |
 | host and virtual RuntimeClasses          | whole; identity and labels decoded                       |
+| host PriorityClasses (with their gate)   | whole; identity and labels decoded                       |
 | host/virtual ConfigMaps, Secrets, PVCs   | metadata only (server-side), then identity and the       |
 |                                          | force-sync annotation: no content enters the process     |
 | host and virtual Services                | identity, ClusterIP, ports                               |
@@ -28,6 +29,7 @@ from syncer.kube.resources import (
     CONFIGMAPS,
     NAMESPACES,
     PODS,
+    PRIORITYCLASSES,
     PVCS,
     RUNTIMECLASSES,
     SECRETS,
@@ -44,7 +46,8 @@ FORCE_SYNC_RESOURCES: dict[str, APIResource] = {CONFIGMAP: CONFIGMAPS, SECRET: S
 
 # What event handlers and indexes read of a cached object without decoding it; the rest stays packed.
 IDENTITY = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
-POD_PACKED = {"metadata": IDENTITY, "spec": ("runtimeClassName", "nodeName"), "status": ("startTime",)}
+POD_PACKED = {"metadata": IDENTITY, "spec": ("runtimeClassName", "priorityClassName", "nodeName"),
+              "status": ("startTime",)}
 RC_PACKED = {"metadata": (*IDENTITY, "labels"), "overhead": (), "scheduling": ()}
 
 
@@ -70,6 +73,11 @@ class Sources:
     def host_rcs(self) -> Source:
         """Host RuntimeClasses."""
         return Source("host", RUNTIMECLASSES)
+
+    @property
+    def host_priority_classes(self) -> Source:
+        """Host PriorityClasses (read only with `sync.fromHost.priorityClasses.selector`)."""
+        return Source("host", PRIORITYCLASSES)
 
     @property
     def virtual_rcs(self) -> Source:
@@ -103,6 +111,8 @@ def slim_of(source: Source) -> Slim:
         return Slim(keep=_host_pod if source.cluster == "host" else None, packed=POD_PACKED)
     if r is RUNTIMECLASSES:
         return Slim(packed=RC_PACKED)
+    if r is PRIORITYCLASSES:
+        return Slim(packed={"metadata": (*IDENTITY, "labels")})
     if r is SERVICES:
         return Slim(keep=_service)
     if r is NAMESPACES:
