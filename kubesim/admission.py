@@ -11,7 +11,8 @@ Only what the syncer's behaviour depends on, modelled on kube-apiserver:
   PriorityClass create: `system-` names are reserved and only one class may be the global default.
 - DefaultTolerationSeconds (plugin/pkg/admission/defaulttolerationseconds): a pod that does not tolerate
   `node.kubernetes.io/not-ready` and `.../unreachable` NoExecute taints gets them for 300 s.
-- PodSecurity (podsecurity.py) for a namespace labelled `pod-security.kubernetes.io/enforce`.
+- PodSecurity (syncer/controllers/podsecurity.py, shared with the syncer's `policies.podSecurityStandard` check)
+  for a namespace labelled `pod-security.kubernetes.io/enforce`.
 - Validation on create and update: validation.py (kube-apiserver's `ValidatePod`, `ValidatePodUpdate`,
   `ValidateRuntimeClass`, `ValidateObjectMeta`), every error in one 422.
 """
@@ -22,9 +23,10 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from kubesim import fielderrors, podsecurity, qos, validation
+from kubesim import fielderrors, qos, validation
 from kubesim.status import StatusError, forbidden, invalid
 from kubesim.tokens import kube_api_access_volume
+from syncer.controllers import podsecurity
 from syncer.kube.resources import PODS, PRIORITYCLASSES, RUNTIMECLASSES, APIResource
 
 Obj = dict[str, Any]
@@ -178,7 +180,7 @@ def admit_default_toleration_seconds(pod: Obj, seconds: int = 300) -> None:
 
 
 def admit_pod_security(pod: Obj, namespace_labels: Obj | None) -> None:
-    """PodSecurity on pod create (podsecurity.py); raises 403 with the library's words."""
+    """PodSecurity on pod create (syncer/controllers/podsecurity.py); raises 403 with the library's words."""
     why = podsecurity.refusal(namespace_labels, pod.get("spec") or {})
     if why is not None:
         raise forbidden(PODS, pod["metadata"]["name"], why)

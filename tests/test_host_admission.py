@@ -189,3 +189,32 @@ async def test_the_priority_class_gate(clusters: Clusters) -> None:
         await clusters.host.patch(PRIORITYCLASSES, "batch", {"metadata": {"labels": {"tenants": "allowed"}}})
         await host_pods(clusters, lambda o: hname("batchy") in o, "batchy synced once its class matches")
     assert hname("lost") not in {p["metadata"]["name"] for p in (await clusters.host.list(PODS, HOST_NS))["items"]}
+
+
+async def test_policies_pod_security_standard_holds_back_pods_that_do_not_meet_it(clusters: Clusters) -> None:
+    # vcluster's validate_pod_security.go (TestSyncTable "SyncToHost with restricted security standard"): the
+    # virtual pod is evaluated before it is synced; one that fails gets a SyncError in vcluster's words
+    doc = rc_config()
+    doc["policies"] = {"podSecurityStandard": "restricted"}
+    good = pod("good", securityContext=RESTRICTED_OK)
+    good["spec"]["containers"][0]["securityContext"] = CONTAINER_OK
+    async with running_syncer(clusters, doc):
+        await clusters.virtual.create(PODS, pod("plain"), "default")
+        await clusters.virtual.create(PODS, good, "default")
+        await host_pods(clusters, lambda o: hname("good") in o, "the compliant pod synced")
+        events = await warnings_for(clusters, "plain")
+    assert (events[0]["reason"], events[0]["message"]) == ("SyncError", (
+        'Pod plain is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false '
+        '(container "app" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities '
+        '(container "app" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or '
+        'container "app" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "app" must '
+        'set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")'))
+    assert hname("plain") not in {p["metadata"]["name"] for p in (await clusters.host.list(PODS, HOST_NS))["items"]}
+
+
+def test_an_unknown_pod_security_standard_is_a_config_error() -> None:
+    from syncer.config.model import ConfigError, parse_config
+    with pytest.raises(ConfigError) as e:
+        parse_config({"policies": {"podSecurityStandard": "strict"}})
+    assert e.value.errors == ['invalid policies.podSecurityStandard: "strict" is not a Pod Security '
+                              "Standard (privileged, baseline or restricted)"]

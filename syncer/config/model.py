@@ -378,6 +378,21 @@ class Experimental(_Loose):
         return _none_to_empty(v, {})
 
 
+class Policies(_Loose):
+    """`policies`: only `podSecurityStandard` is read."""
+
+    podSecurityStandard: str = Field(default="", description="virtual pods must meet this Pod Security Standard "
+                                                             "(privileged, baseline, restricted) to be synced")
+
+    @field_validator("podSecurityStandard", mode="before")
+    @classmethod
+    def _level(cls, v: Any) -> Any:
+        v = _none_to_empty(v, "")
+        if v not in ("", "privileged", "baseline", "restricted"):
+            raise ValueError(f'"{v}" is not a Pod Security Standard (privileged, baseline or restricted)')
+        return v
+
+
 class VClusterConfig(_Loose):
     """A whole vcluster.yaml (or a fragment of one)."""
 
@@ -385,8 +400,9 @@ class VClusterConfig(_Loose):
     controlPlane: ControlPlane = Field(default_factory=ControlPlane)
     networking: Networking = Field(default_factory=Networking)
     experimental: Experimental = Field(default_factory=Experimental)
+    policies: Policies = Field(default_factory=Policies)
 
-    @field_validator("networking", "experimental", mode="before")
+    @field_validator("networking", "experimental", "policies", mode="before")
     @classmethod
     def _sections(cls, v: Any) -> Any:
         return _none_to_empty(v, {})
@@ -480,7 +496,8 @@ def _pydantic_errors(err: ValidationError) -> list[tuple[str, str]]:
         if e["type"] == "extra_forbidden":
             out.append((path, f'invalid {path}: unknown field "{e["loc"][-1]}"'))
         else:
-            out.append((path, f"invalid {path}: {e['msg']}"))
+            msg = str(e["msg"]).removeprefix("Value error, ")  # a validator's own words stand alone
+            out.append((path, f"invalid {path}: {msg}"))
     return out
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
-from syncer.controllers import gate, podplan, podupdate, policy, translate
+from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate import tokens
 from syncer.controllers.podtranslate.options import PodOptions
@@ -370,6 +370,8 @@ class PodReconciler:
         """Translate, wait for the host objects the pod needs, request its tokens, create the host pod."""
         if self.options.virtual_scheduler and not (vpod.get("spec") or {}).get("nodeName"):
             return None  # vcluster's SyncToHost: the virtual scheduler binds it first (its binding wakes the pod)
+        if await self._violates_pod_security(vpod, resolution.runtime_class):
+            return None
         default = resolution.runtime_class if resolution.defaulted else ""
         desired, deps = self._translate(vpod, default)
         missing = await self._missing(vpod, deps)
@@ -467,7 +469,7 @@ class PodReconciler:
         readiness-gate conditions; skipped when `unchanged`: both pods are as this process created them), bind
         the virtual pod, copy the host pod's status, and renew the tokens when due. Returns the seconds until
         the next token renewal (None: nothing to renew)."""
-        if not unchanged:
+        if not unchanged and not await self._violates_pod_security(vpod, decision.runtime_class):
             plan = podupdate.plan_update(self._translate(vpod)[0], hpod, vpod, vcluster_name=self.vcluster_name)
             await self._apply_update(vpod, hpod, plan, decision)
         # The status is copied whatever happens to the binding: a virtual API server without
@@ -487,6 +489,20 @@ class PodReconciler:
         finally:
             if self.tokens.renewals > renewals:
                 self.metrics.token_renewals.labels("renewed").inc()
+
+    async def _violates_pod_security(self, vpod: Obj, rc_name: str) -> bool:
+        """vcluster's `isPodSecurityStandardsValid` (`policies.podSecurityStandard`): a virtual pod that does not meet
+        the standard is not synced (nor updated); a `SyncError` event says why, in vcluster's words."""
+        level = self.config.raw.policies.podSecurityStandard
+        found = podsecurity.violations(level, vpod.get("spec") or {}) if level else []
+        if not found:
+            return False
+        name = vpod["metadata"]["name"]
+        message = f'Pod {name} is forbidden: violates PodSecurity "{level}:latest": {", ".join(found)}'
+        self.metrics.pods_refused.labels(rc_name).inc()
+        log.info("did not sync pod %s/%s: %s", vpod["metadata"]["namespace"], name, message)
+        await self.recorder.record(PODS, vpod, "Warning", "SyncError", message, ACTION)
+        return True
 
     async def _copy_status(self, vpod: Obj, hpod: Obj) -> None:
         """Copy the host pod's status to the virtual pod (translate.status_update) when they differ."""

@@ -1,6 +1,7 @@
-"""Pod Security admission (the `PodSecurity` plugin, `k8s.io/pod-security-admission`) for the levels a namespace
-enforces with its `pod-security.kubernetes.io/enforce` label: `baseline` and `restricted` (`privileged`, or no
-label, allows everything).
+"""Pod Security Standards as `k8s.io/pod-security-admission` evaluates them (pure): for vcluster's
+`policies.podSecurityStandard` check of a virtual pod before it is synced (`validate_pod_security.go`), and for
+the test API server's PodSecurity admission of a namespace labelled `pod-security.kubernetes.io/enforce`.
+Levels `baseline` and `restricted` (`privileged`, or no level, allows everything).
 
 The checks and their words are the library's (`policy/check_*.go`): each failing check gives a reason and a detail,
 and the refusal is `violates PodSecurity "<level>:latest": <reason> (<detail>), ...`, the checks in the order of
