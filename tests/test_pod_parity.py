@@ -149,3 +149,23 @@ async def test_a_terminating_pod_still_shows_the_hosts_final_status(clusters: Cl
                                   subresource="status")
         await eventually(lambda: vstored(clusters, "job-1")["status"]["phase"] == "Succeeded",
                          "the final phase on the terminating virtual pod")
+
+
+async def test_a_pod_placed_by_hand_must_name_a_node_the_virtual_cluster_has(clusters: Clusters) -> None:
+    # vcluster's SyncToHost with sync.fromHost.nodes.selector: pods without a node are kept to the selected nodes;
+    # a pod with a nodeName the virtual cluster has no node for is held back ("Given nodeName ... does not exist")
+    from syncer.kube.resources import NODES
+    from tests.test_pod_sync import warnings_for
+    doc = rc_config()
+    doc["sync"]["fromHost"]["nodes"] = {"selector": {"labels": {"pool": "tenants"}}}
+    async with running_syncer(clusters, doc):
+        await clusters.virtual.create(PODS, pod("free"), "default")
+        await clusters.virtual.create(PODS, pod("pinned", nodeName="gpu-7"), "default")
+        free = (await host_pods(clusters, lambda o: hname("free") in o, "free on the host"))[hname("free")]
+        assert free["spec"]["nodeSelector"] == {"pool": "tenants"}
+        events = await warnings_for(clusters, "pinned")
+        assert events[0]["message"] == "Given nodeName gpu-7 does not exist in virtual cluster"
+        await clusters.virtual.create(NODES, {"metadata": {"name": "gpu-7", "labels": {"pool": "tenants"}}})
+        pinned = (await host_pods(clusters, lambda o: hname("pinned") in o, "pinned synced once its node exists"))[
+            hname("pinned")]
+    assert pinned["spec"]["nodeName"] == "gpu-7" and "nodeSelector" not in pinned["spec"]

@@ -58,12 +58,14 @@ ACTION = "SyncPod"
 
 WAIT_WARNING = 10.0  # seconds a pod waits for its host objects before a SyncWarning says for what
 WAIT_RECHECK = 30.0  # seconds between checks after that (a host object appearing wakes the pod at once)
+NODE_RECHECK = 15.0  # seconds before a pod naming a node the virtual cluster lacks is looked at again (vcluster's)
 
 
 DNS_SERVICE = ("kube-system", "kube-dns")  # the virtual cluster's DNS Service, synced to the host by vcluster
 NAMESPACE_INDEX = "namespace"
 RC_INDEX = "runtimeClassName"
 PC_INDEX = "priorityClassName"
+NODE_INDEX = "nodeName"
 
 
 def _waiting_for(d: Dependency) -> str:
@@ -88,6 +90,11 @@ def _rc_index(pod: Cached) -> list[str]:
 def _pc_index(pod: Cached) -> list[str]:
     pcn = sub_field(pod, "spec", "priorityClassName")
     return [pcn] if isinstance(pcn, str) and pcn else []
+
+
+def _node_index(pod: Cached) -> list[str]:
+    node = sub_field(pod, "spec", "nodeName")
+    return [node] if isinstance(node, str) and node else []
 
 
 def _host_rc_index(hpod: Cached) -> list[str]:
@@ -185,6 +192,10 @@ class PodReconciler:
         self.namespaces = factory.store(sources.virtual_namespaces)
         factory.index(sources.virtual_pods, NAMESPACE_INDEX, _namespace_index)
         self.options = PodOptions.from_config(config)
+        self.virtual_nodes: Store | None = None  # a pod's nodeName must name one, with a nodes selector
+        if self.options.node_selector:
+            self.virtual_nodes = factory.store(sources.virtual_nodes)
+            factory.index(sources.virtual_pods, NODE_INDEX, _node_index)
         self.host_pcs = Store()  # the priority-class gate's view, read only when it is on
         if config.raw.sync.fromHost.priorityClasses.enabled and not config.priority_selector.empty:
             self.host_pcs = factory.store(sources.host_priority_classes)
@@ -211,6 +222,7 @@ class PodReconciler:
         - watches host RuntimeClasses whose gate view changed (exists, being deleted, matches): the pods that
           name them, the host pods synced with them, and every pod when it is a policy default;
         - with the priority-class gate, watches host PriorityClasses: the pods that name them;
+        - with a nodes selector, watches virtual nodes: the pods bound to them;
         - watches the host objects pods wait for, and the virtual ConfigMaps/Secrets they mark: the waiting pods;
         - watches virtual namespaces whose labels changed: their pods (the labels go to host pods as ns-labels,
           and choose a namespace's runtime policy entry).
@@ -222,6 +234,9 @@ class PodReconciler:
         if self.config.enabled:
             b.watches(s.host_rcs, self._pods_of_runtime_class, predicate=self._gate_view_changed,
                       relist=self.all_pod_keys)
+        if self.virtual_nodes is not None:
+            b.watches(s.virtual_nodes, lambda node: self.virtual_pods.keys_by_index(NODE_INDEX, object_key(node)),
+                      on_delete=False)
         if self.config.raw.sync.fromHost.priorityClasses.enabled and not self.config.priority_selector.empty:
             b.watches(s.host_priority_classes,
                       lambda pc: self.virtual_pods.keys_by_index(PC_INDEX, object_key(pc)))
@@ -372,6 +387,13 @@ class PodReconciler:
             return None  # vcluster's SyncToHost: the virtual scheduler binds it first (its binding wakes the pod)
         if await self._violates_pod_security(vpod, resolution.runtime_class):
             return None
+        node = (vpod.get("spec") or {}).get("nodeName")
+        if self.virtual_nodes is not None and node and self.virtual_nodes.get(node) is None:
+            # vcluster's SyncToHost with sync.fromHost.nodes.selector: a pod placed by hand must name a node the
+            # virtual cluster has (one the selector synced), or it would escape the selector
+            await self.recorder.record(PODS, vpod, "Warning", "SyncWarning",
+                                       f"Given nodeName {node} does not exist in virtual cluster", ACTION)
+            return NODE_RECHECK
         default = resolution.runtime_class if resolution.defaulted else ""
         desired, deps = self._translate(vpod, default)
         missing = await self._missing(vpod, deps)

@@ -15,6 +15,7 @@ read (the rest of a kept field packed as compact JSON; see kube/cache.py).
 |                                          | force-sync annotation: no content enters the process     |
 | host and virtual Services                | identity, ClusterIP, ports                               |
 | virtual namespaces (ns-labels, policy)   | metadata only; identity decoded                          |
+| virtual nodes (with a nodes selector)    | metadata only; identity                                  |
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from syncer.kube.builder import Slim, Source
 from syncer.kube.resources import (
     CONFIGMAPS,
     NAMESPACES,
+    NODES,
     PODS,
     PRIORITYCLASSES,
     PVCS,
@@ -96,6 +98,12 @@ class Sources:
     def virtual_services(self) -> Source:
         """Virtual Services (service-link variables)."""
         return Source("virtual", SERVICES)
+
+    @property
+    def virtual_nodes(self) -> Source:
+        """Virtual nodes, metadata only (read only with `sync.fromHost.nodes.selector.labels`: a pod's `nodeName`
+        must name one)."""
+        return Source("virtual", NODES, metadata_only=True)
 
     @property
     def virtual_namespaces(self) -> Source:

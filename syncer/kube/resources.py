@@ -70,10 +70,12 @@ PVCS = APIResource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", 
                    ("pvc",), ("status",))
 SERVICEACCOUNTS = APIResource("", "v1", "serviceaccounts", "ServiceAccount", True, "serviceaccount", ("sa",),
                               ("token",))
+NODES = APIResource("", "v1", "nodes", "Node", False, "node", ("no",), ("status",))
 PRIORITYCLASSES = APIResource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, "priorityclass",
                               ("pc",))
 SELFSUBJECTREVIEWS = APIResource("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False,
                                  "selfsubjectreview", verbs=("create",))
 
 ALL_RESOURCES: tuple[APIResource, ...] = (NAMESPACES, PODS, EVENTS, RUNTIMECLASSES, LEASES, CONFIGMAPS, SECRETS,
-                                          SERVICES, PVCS, SERVICEACCOUNTS, PRIORITYCLASSES, SELFSUBJECTREVIEWS)
+                                          SERVICES, PVCS, SERVICEACCOUNTS, PRIORITYCLASSES, NODES,
+                                          SELFSUBJECTREVIEWS)
