@@ -4,9 +4,14 @@ Kubernetes' pod update rules; the rows where this project differs say so."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import Any
 
+import pytest
+
+from syncer.config.model import parse_config
+from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podupdate import plan_update, resize_ops
 from syncer.controllers.translate import host_pod, status_update
 
@@ -178,3 +183,53 @@ def test_readiness_gate_conditions_go_to_the_host_and_stay_on_the_virtual_pod() 
     assert status_update(host, v) == {"status": {"phase": "Running", "conditions": [ready, gate]}}
     host["status"]["conditions"] = [ready, gate]
     assert plan_update(synced(v), host, v, vcluster_name=VC).host_conditions is None
+
+
+INITIAL = {"key": "initial", "operator": "Equal", "value": "v1", "effect": "NoSchedule"}
+NEW = {"key": "new-key", "operator": "Exists"}
+ADMISSION = {"key": "admission-injected", "operator": "Exists"}
+LATE = {"key": "late-webhook", "operator": "Exists"}
+ENFORCED = {"key": "vcluster-enforced", "operator": "Exists", "effect": "NoExecute"}
+
+
+@pytest.mark.parametrize(("virtual_tols", "host_tols", "want"), [
+    # diff_test.go TestDiffTolerationSync, with `vcluster-enforced:NoExecute` enforced; the rows' VirtualOld is
+    # not needed here (level-triggered): the result depends on the virtual pod and the host pod only
+    ([INITIAL, NEW], [INITIAL, ENFORCED], [INITIAL, NEW, ENFORCED]),  # "add toleration"
+    ([INITIAL], [INITIAL, NEW, ENFORCED], [INITIAL, ENFORCED, NEW]),  # "remove toleration": kept on the host
+    ([INITIAL, NEW], [INITIAL], [INITIAL, NEW, ENFORCED]),  # "enforced toleration re-applied"
+    ([INITIAL, NEW], [INITIAL, ENFORCED, ADMISSION], [INITIAL, NEW, ENFORCED, ADMISSION]),  # "admission webhook"
+    ([INITIAL], [INITIAL], [INITIAL, ENFORCED]),  # "drift recovery: enforced toleration missing"
+    ([INITIAL, NEW], [INITIAL, ENFORCED], [INITIAL, NEW, ENFORCED]),  # "drift recovery: virtual toleration missing"
+    ([INITIAL, NEW], [INITIAL, ENFORCED, LATE], [INITIAL, NEW, ENFORCED, LATE]),  # "race: ... late webhook"
+], ids=["add", "remove", "enforced", "admission", "drift-enforced", "drift-virtual", "race"])
+def test_vclusters_toleration_sync_cases(virtual_tols: list[Obj], host_tols: list[Obj], want: list[Obj]) -> None:
+    opts = PodOptions.from_config(parse_config({"sync": {"toHost": {"pods": {
+        "enforceTolerations": ["vcluster-enforced:NoExecute"]}}}}))
+    v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}], "tolerations": virtual_tols})
+    desired = host_pod(v, vcluster_name=VC, host_namespace="vc-ns", options=opts)
+    host = copy.deepcopy(desired)
+    host["spec"]["tolerations"] = host_tols
+    ops = [op for op in plan_update(desired, host, v, vcluster_name=VC).host_ops if op["path"] == "/spec/tolerations"]
+    got = ops[0]["value"] if ops else host_tols
+    # vcluster's order puts the virtual ones first; every toleration of `want` is there, none twice, and no host
+    # toleration is dropped (a real server refuses that)
+    assert sorted(map(str, got)) == sorted(map(str, want)) and len(got) == len(want)
+    assert all(t in got for t in host_tols)
+
+
+def test_pod_level_resources_are_kept_whatever_the_host_version() -> None:
+    # translator_test.go TestPodResourcesTranslation drops spec.resources for a host older than 1.34; different
+    # here (docs/vcluster-parity.md row 31): kept, and an older host says why it refuses the pod
+    resources = {"limits": {"cpu": "1", "memory": "1Gi"}}
+    v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}], "resources": resources})
+    assert synced(v)["spec"]["resources"] == resources
+
+
+def test_observed_generation_is_copied_as_the_host_has_it() -> None:
+    # diff.go DesiredVirtualStatus keeps the virtual value for a virtual server older than 1.34; different here
+    # (row 58): the host's is copied (an older server drops it; the cost is one no-op status write)
+    host = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
+                                                           "observedGeneration": 2}]}}
+    assert status_update(host, vpod(status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+                         ) == {"status": {"conditions": [{"type": "Ready", "status": "True", "observedGeneration": 2}]}}
