@@ -332,3 +332,30 @@ def test_vclusters_reserved_label_keys_are_rewritten_on_the_host() -> None:
         f"vcluster.loft.sh/label-vc-x-{digest['vcluster.loft.sh/managed-by']}": "other",
         f"vcluster.loft.sh/label-vc-x-{digest['vcluster.loft.sh/namespace']}": "kube-system",
         "vcluster.loft.sh/managed-by": "vc", "vcluster.loft.sh/namespace": "ns"}
+
+
+@pytest.mark.parametrize(("host_pc", "pc_name", "message"), [
+    # vcluster's applyLimitByPriorityClass, in its words (the deleting case as the runtime-class gate words it)
+    (None, "batch", 'did not sync pod "p" to host because the priority class "batch" couldn\'t be reached in the '
+                    'host: priorityclasses.scheduling.k8s.io "batch" not found'),
+    ({"metadata": {"name": "batch", "deletionTimestamp": "2026-11-24T00:00:00Z", "labels": {"tier": "tenant"}}},
+     "batch", 'did not sync pod "p" to host because the priority class "batch" couldn\'t be reached in the host: '
+              "priority class is being deleted"),
+    ({"metadata": {"name": "batch", "labels": {"tier": 5}}}, "batch",
+     'did not sync pod "p" to host because the priority class "batch" in the host could not be checked against the '
+     "selector under 'sync.fromHost.priorityClasses.selector': metadata.labels is not a map of strings"),
+    ({"metadata": {"name": "batch", "labels": {"tier": "other"}}}, "batch",
+     'did not sync pod "p" to host because the priority class "batch" in the host does not match the selector '
+     "under 'sync.fromHost.priorityClasses.selector'"),
+    ({"metadata": {"name": "batch", "labels": {"tier": "tenant"}}}, "batch", None),
+    (None, "system-node-critical", None),  # constants.SystemPriorityClassesAllowList
+    (None, "", None),
+])
+def test_the_priority_class_gate_words(host_pc: Obj | None, pc_name: str, message: str | None) -> None:
+    config = parse_config({"sync": {"fromHost": {"priorityClasses": {
+        "enabled": True, "selector": {"matchLabels": {"tier": "tenant"}}}}}})
+    refusal = gate.evaluate_priority(config, pc_name, host_pc)
+    assert (refusal.message("p") if refusal is not None else None) == message
+    off = parse_config({"sync": {"fromHost": {"priorityClasses": {"enabled": False, "selector": {
+        "matchLabels": {"tier": "tenant"}}}}}})
+    assert gate.evaluate_priority(off, pc_name, None) is None  # the gate needs the sync enabled

@@ -65,32 +65,24 @@ class Refusal:
         """What is wrong with the subject, e.g. `in the host does not match the selector under '...'`."""
         listed = ", ".join(self.allowed) or "none"
         if self.priority_class:
-            return self._priority_predicate()
+            noun, name, resource, path = ("priority class", self.priority_class, "priorityclasses.scheduling.k8s.io",
+                                          PRIORITY_SELECTOR_PATH)
+        else:
+            noun, name, resource, path = ("runtime class", self.runtime_class, "runtimeclasses.node.k8s.io",
+                                          SELECTOR_PATH)
         if self.why is Why.NOT_FOUND:
-            return ("couldn't be reached in the host: "
-                    + (self.detail or f'runtimeclasses.node.k8s.io "{self.runtime_class}" not found'))
+            return "couldn't be reached in the host: " + (self.detail or f'{resource} "{name}" not found')
         if self.why is Why.DELETING:
-            return "couldn't be reached in the host: runtime class is being deleted"
+            return f"couldn't be reached in the host: {noun} is being deleted"
         if self.why is Why.UNCHECKABLE:
-            return f"in the host could not be checked against the selector under '{SELECTOR_PATH}': {self.detail}"
+            return f"in the host could not be checked against the selector under '{path}': {self.detail}"
         if self.why is Why.NO_MATCH:
-            return f"in the host does not match the selector under '{SELECTOR_PATH}'"
+            return f"in the host does not match the selector under '{path}'"
         if self.why is Why.HANDLER:
             return f'uses the handler "{self.detail}", which the policy does not allow (allowed handlers: {listed})'
         if self.why is Why.HANDLER_UNKNOWN:
             return "couldn't be reached in the host, so its handler cannot be checked against the policy"
         return f"set spec.runtimeClassName (allowed: {listed})"
-
-    def _priority_predicate(self) -> str:
-        if self.why is Why.NOT_FOUND:
-            return ("couldn't be reached in the host: "
-                    + (self.detail or f'priorityclasses.scheduling.k8s.io "{self.priority_class}" not found'))
-        if self.why is Why.DELETING:
-            return "couldn't be reached in the host: priority class is being deleted"
-        if self.why is Why.UNCHECKABLE:
-            return f"in the host could not be checked against the selector under '{PRIORITY_SELECTOR_PATH}': " \
-                   f"{self.detail}"
-        return f"in the host does not match the selector under '{PRIORITY_SELECTOR_PATH}'"
 
     @property
     def reason(self) -> str:
