@@ -65,6 +65,21 @@ LISTED = (
     Mutation("the waiting SyncWarning at 5 s instead of 10 s", "syncer/controllers/pods.py",
              "WAIT_WARNING = 10.0", "WAIT_WARNING = 5.0",
              ("tests/test_workloads.py", "-k", "10_seconds")),
+    Mutation("readiness-gate conditions never reach the host", "syncer/controllers/podupdate.py",
+             "    out.host_conditions = host_gate_conditions(vpod, host)", "    out.host_conditions = None",
+             ("tests/test_pod_parity.py", "-k", "readiness")),
+    Mutation("a host's label never comes back", "syncer/controllers/podtranslate/metadata.py",
+             "            new_v[vk] = v  # the host changed or added it", "            pass",
+             ("tests/test_pod_parity.py", "-k", "both_ways")),
+    Mutation("tokens never due for renewal", "syncer/controllers/podtokens.py",
+             "        if wait > 0:", "        if True:",
+             ("tests/test_token_renewal.py", "-k", "80_percent")),
+    Mutation("log host paths left as they are", "syncer/controllers/podtranslate/hostpath.py",
+             "            hp[\"path\"] = targets[path]", "            pass",
+             ("tests/test_pod_parity.py", "-k", "host_paths")),
+    Mutation("the host namespace's PodSecurity level ignored", "kubesim/admission.py",
+             "    why = podsecurity.refusal(namespace_labels, pod.get(\"spec\") or {})", "    why = None",
+             ("tests/test_host_admission.py", "-k", "restricted_host")),
 )
 
 
