@@ -169,3 +169,25 @@ async def test_a_pod_placed_by_hand_must_name_a_node_the_virtual_cluster_has(clu
         pinned = (await host_pods(clusters, lambda o: hname("pinned") in o, "pinned synced once its node exists"))[
             hname("pinned")]
     assert pinned["spec"]["nodeName"] == "gpu-7" and "nodeSelector" not in pinned["spec"]
+
+
+async def test_a_host_without_pods_resize_skips_resizes_and_keeps_the_rest_in_sync(
+        clusters: Clusters, caplog: Any) -> None:
+    # a host older than Kubernetes 1.33 has no pods/resize (404 on the subresource of a pod that exists); vcluster
+    # skips resizing below 1.35 by the host's version; here the 404 itself says so, once
+    async with running_syncer(clusters, rc_config()) as syncer:
+        p = pod("web")
+        p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+        await clusters.virtual.create(PODS, p, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        clusters.host_server.faults.fail(404, verb="patch", resource="pods/resize", times=100,
+                                         message='the server could not find the requested resource')
+        await clusters.virtual.patch(PODS, "web", [{"op": "replace", "path": "/spec/containers/0/resources",
+                                                    "value": {"requests": {"cpu": "200m"}}}], "default",
+                                     patch_type="json", subresource="resize")
+        await eventually(lambda: "does not serve pods/resize" in caplog.text, "the warning")
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"v": "2"}}}, "default")
+        await eventually(lambda: host(clusters, "web")["metadata"]["labels"].get("v") == "2", "the label synced")
+        await syncer.wait_idle()
+    assert host(clusters, "web")["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "100m"}}
+    assert caplog.text.count("does not serve pods/resize") == 1

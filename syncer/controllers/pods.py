@@ -160,7 +160,9 @@ class PodReconciler:
         token_lifetime: seconds the pods' service-account tokens live before they are renewed (0: vcluster's ten
             years, never renewed).
 
-    The caches: virtual pods (indexed by runtime class, and by namespace with a policy); this vcluster's host
+    The caches: virtual pods (indexed by runtime class and namespace, and by priority class and node name when
+    those gates are on); virtual namespaces (metadata); host PriorityClasses and virtual nodes (metadata) only with
+    their gates; this vcluster's host
     pods (by the class their virtual pod named); host RuntimeClasses (the gate; an empty cache when the
     feature is disabled, which never reads it); the host ConfigMaps, Secrets, PVCs and Services a host pod
     needs (`host_objects`, by kind: it is created once they exist); the virtual ConfigMaps and Secrets it
@@ -211,6 +213,7 @@ class PodReconciler:
         self._created: dict[str, tuple[str, str]] = {}
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects, by key
+        self._unserved: set[str] = set()  # pod subresources the host API server answered 404 for
 
     # ------------------------------------------------------------------ what wakes a pod (the watches)
 
@@ -491,13 +494,19 @@ class PodReconciler:
         readiness-gate conditions; skipped when `unchanged`: both pods are as this process created them), bind
         the virtual pod, copy the host pod's status, and renew the tokens when due. Returns the seconds until
         the next token renewal (None: nothing to renew)."""
+        update_error: Exception | None = None
         if not unchanged and not await self._violates_pod_security(vpod, decision.runtime_class):
             plan = podupdate.plan_update(self._translate(vpod)[0], hpod, vpod, vcluster_name=self.vcluster_name)
-            await self._apply_update(vpod, hpod, plan, decision)
-        # The status is copied whatever happens to the binding: a virtual API server without
+            try:
+                await self._apply_update(vpod, hpod, plan, decision)
+            except (ApiError, ReconcileError) as e:
+                update_error = e  # raised once the status is copied: a refused update must not hide the pod's state
+        # The status is copied whatever happens to the update or the binding: a virtual API server without
         # pods/binding, or RBAC without it, must still show the pod Running.
         bind_error = await self._bind(vpod, (hpod.get("spec") or {}).get("nodeName"))
         await self._copy_status(vpod, hpod)
+        if update_error is not None:
+            raise update_error  # retried with backoff (a host refusal was reported as a SyncError)
         if bind_error is not None:
             raise bind_error  # retried with backoff, reported once per cause
         if (hpod.get("metadata") or {}).get("deletionTimestamp"):
@@ -556,13 +565,10 @@ class PodReconciler:
             have = bool(hpod["spec"].get("ephemeralContainers"))
             eph = ([{"op": "add", "path": "/spec/ephemeralContainers/-", "value": c} for c in plan.ephemeral] if have
                    else [{"op": "add", "path": "/spec/ephemeralContainers", "value": plan.ephemeral}])
-            await self._write(vpod, lambda: self.host.patch(PODS, hname, eph, self.host_namespace, patch_type="json",
-                                                            subresource="ephemeralcontainers"))
-            what += [f"ephemeral container {c.get('name')}" for c in plan.ephemeral]
-        if plan.resize:
-            resize = podupdate.resize_ops(hpod, plan.resize)
-            await self._write(vpod, lambda: self.host.patch(PODS, hname, resize, self.host_namespace,
-                                                            patch_type="json", subresource="resize"))
+            if await self._write_subresource(vpod, hname, "ephemeralcontainers", eph):
+                what += [f"ephemeral container {c.get('name')}" for c in plan.ephemeral]
+        resize = podupdate.resize_ops(hpod, plan.resize)
+        if resize and await self._write_subresource(vpod, hname, "resize", resize):
             what += [f"resources of container {c['name']}" for c in plan.resize]
         if plan.host_conditions is not None:
             await self.host.patch(PODS, hname, {"status": {"conditions": plan.host_conditions}}, self.host_namespace,
@@ -572,6 +578,24 @@ class PodReconciler:
             self.metrics.pods_synced.labels(decision.runtime_class).inc()
             log.info("updated host pod %s/%s from virtual pod %s/%s: %s changed", self.host_namespace, hname,
                      meta["namespace"], meta["name"], ", ".join(dict.fromkeys(what)))
+
+    async def _write_subresource(self, vpod: Obj, hname: str, subresource: str, ops: list[Obj]) -> bool:
+        """JSON-patch host pod `hname`'s `subresource` (`ephemeralcontainers`, `resize`). A host API server that
+        does not serve it (404 while the pod exists: `pods/resize` came with Kubernetes 1.33) is logged once and
+        skipped from then on, so that the rest of the pod stays in sync. True when written."""
+        if subresource in self._unserved:
+            return False
+        try:
+            await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json",
+                                                            subresource=subresource))
+        except ApiError as e:
+            if not e.not_found or self.host_pods.get(f"{self.host_namespace}/{hname}") is None:
+                raise
+            self._unserved.add(subresource)
+            log.warning("the host API server does not serve pods/%s (%s); changes that need it are not synced to "
+                        "host pods", subresource, e)
+            return False
+        return True
 
     async def _bind(self, vpod: Obj, node: str | None) -> Exception | None:
         """Bind the virtual pod to the host pod's node (`pods/binding`, as a scheduler does) unless it is
