@@ -233,3 +233,12 @@ def test_observed_generation_is_copied_as_the_host_has_it() -> None:
                                                            "observedGeneration": 2}]}}
     assert status_update(host, vpod(status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
                          ) == {"status": {"conditions": [{"type": "Ready", "status": "True", "observedGeneration": 2}]}}
+
+
+def test_the_autoscaler_annotations_are_set_once_and_left_to_the_host() -> None:
+    # translator.go sets safe-to-evict only when absent, and diff.go never merges it (GetExcludedAnnotations): a
+    # host operator's value stays
+    v = vpod()
+    host = synced(v)
+    host["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"] = "true"
+    assert plan_update(synced(v), host, v, vcluster_name=VC).host_ops == []

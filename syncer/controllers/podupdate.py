@@ -42,9 +42,13 @@ _SYSTEM_LABELS = (translate.MANAGED_BY, translate.NAMESPACE_LABEL)
 RESIZABLE = ("cpu", "memory")
 
 
+_SET_ONCE = (tokens.STATE_ANNOTATION, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD)
+
+
 def _host_owned(key: str) -> bool:
-    """A derived annotation only the host pod holds (the tokens and their renewal state): kept as it is."""
-    return key.startswith(tokens.TOKEN_ANNOTATION_PREFIX) or key == tokens.STATE_ANNOTATION
+    """A derived annotation set when the host pod is created and kept as the host has it from then on: the tokens
+    and their renewal state, and the autoscaler's (vcluster sets those only when absent, and never merges them)."""
+    return key.startswith(tokens.TOKEN_ANNOTATION_PREFIX) or key in _SET_ONCE
 
 
 def derived_annotation(key: str) -> bool:
@@ -115,7 +119,7 @@ def merge_metadata(desired: Obj, host: Obj, vpod: Obj, vcluster_name: str) -> tu
     for k in [k for k in new_ha if derived_annotation(k) and not _host_owned(k)]:
         if k not in dmeta["annotations"]:
             del new_ha[k]
-    new_ha.update({k: v for k, v in dmeta["annotations"].items() if derived_annotation(k)})
+    new_ha.update({k: v for k, v in dmeta["annotations"].items() if derived_annotation(k) and not _host_owned(k)})
     new_ha[metadata.LABELS] = metadata.labels_annotation(new_vl)
     new_ha[metadata.SYNCED_ANNOTATIONS] = metadata.synced_annotations(
         {k: v for k, v in new_va.items() if not derived_annotation(k)})
