@@ -242,3 +242,65 @@ def test_the_autoscaler_annotations_are_set_once_and_left_to_the_host() -> None:
     host = synced(v)
     host["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"] = "true"
     assert plan_update(synced(v), host, v, vcluster_name=VC).host_ops == []
+
+
+def test_nothing_to_do_for_a_full_pod_in_sync() -> None:
+    # every spec row of the table compares equal values as equal (no write per reconcile)
+    tol = {"key": "gpu", "operator": "Exists"}
+    v = vpod(spec={"initContainers": [{"name": "init", "image": "busybox:1"}],
+                   "containers": [{"name": "app", "image": "nginx:1", "resources": {"requests": {"cpu": "1"}}}],
+                   "activeDeadlineSeconds": 60, "schedulingGates": [{"name": "g"}], "tolerations": [tol],
+                   "ephemeralContainers": [{"name": "dbg", "image": "busybox:1"}]})
+    plan = plan_update(synced(v), synced(v), v, vcluster_name=VC)
+    assert (plan.host_ops, plan.ephemeral, plan.resize) == ([], [], [])
+    host = synced(v)
+    host["spec"]["initContainers"][0]["image"] = "busybox:0"
+    assert plan_update(synced(v), host, v, vcluster_name=VC).host_ops == [
+        {"op": "test", "path": "/spec/initContainers/0/name", "value": "init"},
+        {"op": "replace", "path": "/spec/initContainers/0/image", "value": "busybox:1"}]
+
+
+def test_a_host_change_of_a_synced_annotation_comes_back() -> None:
+    v = vpod(annotations={"a": "1", "b": "1"})
+    host = synced(v)
+    host["metadata"]["annotations"]["a"] = "2"
+    plan = plan_update(synced(v), host, v, vcluster_name=VC)
+    assert plan.virtual_metadata == {"metadata": {"resourceVersion": "7", "annotations": {"a": "2"}}}
+    assert [op["path"] for op in plan.host_ops] == ["/metadata/annotations"]  # only the base moves
+    assert plan.host_ops[0]["value"]["a"] == "2"
+
+
+def test_another_vclusters_rewritten_labels_never_come_back() -> None:
+    v = vpod({"app": "web"})
+    host = synced(v)
+    host["metadata"]["labels"]["vcluster.loft.sh/label-other-x-0123456789"] = "x"
+    assert plan_update(synced(v), host, v, vcluster_name=VC).virtual_metadata is None
+
+
+def test_a_stale_gate_condition_on_the_host_is_replaced() -> None:
+    v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}],
+                   "readinessGates": [{"conditionType": "example.com/lb"}]},
+             status={"conditions": [{"type": "example.com/lb", "status": "True"}]})
+    ready = {"type": "Ready", "status": "False"}
+    host = {**synced(v), "status": {"conditions": [ready, {"type": "example.com/lb", "status": "False"}]}}
+    assert plan_update(synced(v), host, v, vcluster_name=VC).host_conditions == [
+        ready, {"type": "example.com/lb", "status": "True"}]
+
+
+def test_the_options_of_vclusters_defaults_and_of_a_config() -> None:
+    # vcluster's chart defaults (chart/values.yaml), then every key set
+    assert PodOptions.from_config(parse_config({})) == PodOptions(
+        rewrite_hosts_image="mirror.gcr.io/library/alpine:3.20",
+        rewrite_hosts_resources={"limits": {"cpu": "30m", "memory": "64Mi"},
+                                 "requests": {"cpu": "30m", "memory": "64Mi"}},
+        set_owner=True, cluster_domain="cluster.local", physical_host_paths=False)
+    doc = {"networking": {"advanced": {"clusterDomain": "corp.local"}},
+           "experimental": {"syncSettings": {"setOwner": False}},
+           "controlPlane": {"hostPathMapper": {"enabled": True, "central": True}},
+           "sync": {"toHost": {"pods": {"rewriteHosts": {"initContainer": {
+               "image": {"registry": "", "repository": "sed", "tag": ""},
+               "resources": {"limits": {"cpu": "1"}, "requests": {}}}}}}}}
+    opts = PodOptions.from_config(parse_config(doc))
+    assert (opts.cluster_domain, opts.set_owner, opts.physical_host_paths) == ("corp.local", False, False)
+    assert opts.rewrite_hosts_image == "docker.io/library/sed"  # no registry: Docker Hub, as vcluster's NewTranslator
+    assert opts.rewrite_hosts_resources == {"limits": {"cpu": "1"}}

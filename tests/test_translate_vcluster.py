@@ -346,3 +346,59 @@ def test_a_bad_priority_class_selector_is_a_config_error_naming_its_path() -> No
     assert e.value.errors == [
         'invalid sync.fromHost.priorityClasses.selector: "Equals" is not a valid label selector operator (at '
         "sync.fromHost.priorityClasses.selector.matchExpressions[0].operator)"]
+
+
+def test_the_hosts_mount_reaches_every_container_and_keeps_the_pods_volumes() -> None:
+    # hosts.go rewritePodHostnameFQDN: the volume appended, the init container first, the mount in containers,
+    # the other init containers and ephemeral containers
+    pod = translate({"subdomain": "s", "volumes": [{"name": "data", "emptyDir": {}}],
+                     "initContainers": [{"name": "setup", "image": "busybox"}],
+                     "containers": [{"name": "c", "image": "nginx"}],
+                     "ephemeralContainers": [{"name": "debug", "image": "busybox"}]})["spec"]
+    mount = {"mountPath": "/etc/hosts", "name": "vcluster-rewrite-hosts", "subPath": "hosts"}
+    assert pod["volumes"] == [{"name": "data", "emptyDir": {}}, {"name": "vcluster-rewrite-hosts", "emptyDir": {}}]
+    assert [c["name"] for c in pod["initContainers"]] == ["vcluster-rewrite-hosts", "setup"]
+    assert pod["initContainers"][1]["volumeMounts"] == [mount]
+    assert pod["containers"][0]["volumeMounts"] == [mount]
+    assert pod["ephemeralContainers"][0]["volumeMounts"] == [mount]
+    assert "pod-name.s.test-ns.svc.cluster.local pod-name/" in pod["initContainers"][0]["args"][1]
+
+
+def test_the_physical_volume_keeps_the_type_and_is_mounted_once_per_container() -> None:
+    # hostpath.go addPhysicalPathToVolumesAndCorrectContainers: the kubevirt case of two volumes of one path in one
+    # container gets one physical mount; the hostPath type is kept
+    opts = options({"controlPlane": {"hostPathMapper": {"enabled": True}}})
+    spec = translate({"containers": [{"name": "c", "volumeMounts": [
+        {"name": "short", "mountPath": "/pods"}, {"name": "full", "mountPath": "/var/lib/kubelet/pods/"}]}],
+        "volumes": [{"name": "short", "hostPath": {"path": "/var/lib/kubelet/pods", "type": "Directory"}},
+                    {"name": "full", "hostPath": {"path": "/var/lib/kubelet/pods"}}]}, options=opts)["spec"]
+    assert spec["volumes"][2] == {"name": "short-vcluster-physical",
+                                  "hostPath": {"path": "/var/lib/kubelet/pods", "type": "Directory"}}
+    assert spec["volumes"][3] == {"name": "full-vcluster-physical", "hostPath": {"path": "/var/lib/kubelet/pods"}}
+    assert spec["containers"][0]["volumeMounts"] == [
+        {"name": "short", "mountPath": "/pods"},
+        {"name": "full", "mountPath": "/var/lib/kubelet/pods/", "mountPropagation": "HostToContainer"},
+        {"name": "short-vcluster-physical", "mountPath": "/var/vcluster/physical/kubelet/pods"}]
+
+
+def test_priority_edges() -> None:
+    # a priority of exactly 1e9 is a user priority (kept); the configured class replaces neither a class the pod
+    # has nor leaves the number of a pod that had none
+    to_host = options({"sync": {"toHost": {"priorityClasses": {"enabled": True}}}})
+    spec = translate({"priorityClassName": "top", "priority": 1000000000}, options=to_host)["spec"]
+    assert spec["priority"] == 1000000000
+    kept = options({"sync": {"fromHost": {"priorityClasses": {"enabled": True}},
+                             "toHost": {"pods": {"priorityClassName": "tenant-default"}}}})
+    spec = translate({"priorityClassName": "high", "priority": 5}, options=kept)["spec"]
+    assert (spec["priorityClassName"], spec["priority"]) == ("high", 5)
+    spec = translate({"priority": 0, "preemptionPolicy": "Never"}, options=kept)["spec"]
+    assert (spec["priorityClassName"], "priority" in spec, "preemptionPolicy" in spec) == (
+        "tenant-default", False, False)
+
+
+def test_init_container_statuses_follow_the_virtual_init_containers() -> None:
+    from syncer.controllers.translate import status_update
+    vpod = {"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"initContainers": [{"name": "setup"}], "containers": [{"name": "app"}]}, "status": {}}
+    hpod = {"status": {"initContainerStatuses": [{"name": "istio-init"}, {"name": "setup"}]}}
+    assert status_update(hpod, vpod) == {"status": {"initContainerStatuses": [{"name": "setup"}]}}
