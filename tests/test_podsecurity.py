@@ -81,3 +81,25 @@ def test_levels_and_the_refusal() -> None:
         is None
     assert (refusal({"pod-security.kubernetes.io/enforce": "strict"}, bad) or "").startswith(
         'violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false')
+
+
+def test_restricted_includes_baseline_and_overrides_two_of_its_checks() -> None:
+    # restricted = baseline + its own checks; capabilities_restricted replaces capabilities_baseline and
+    # restrictedVolumes replaces hostPathVolumes (OverrideCheckIDs)
+    s = spec({"securityContext": {**OK_C, "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN", "NET_BIND_SERVICE"]}}},
+             pod=OK_POD, hostPID=True, volumes=[{"name": "logs", "hostPath": {"path": "/var/log"}}])
+    assert violations("restricted", s) == [
+        'unrestricted capabilities (container "c0" must not include "SYS_ADMIN" in securityContext.capabilities.add)',
+        "host namespaces (hostPID=true)",
+        'restricted volume types (volume "logs" uses restricted volume type "hostPath")']
+
+
+def test_bad_values_set_by_the_pod_and_by_containers() -> None:
+    s = spec({"securityContext": {**OK_C, "runAsNonRoot": False, "seccompProfile": {"type": "Unconfined"}}},
+             {"securityContext": {**OK_C, "runAsNonRoot": True}},
+             pod={"runAsNonRoot": False, "seccompProfile": {"type": "Unconfined"}})
+    assert violations("restricted", s) == [
+        'runAsNonRoot != true (pod and container "c0" must not set securityContext.runAsNonRoot=false)',
+        'seccompProfile (pod and container "c0" must not set securityContext.seccompProfile.type to "Unconfined")']
+    one = spec({"ports": [{"containerPort": 8080, "hostPort": 8080}]})
+    assert violations("baseline", one) == ['hostPort (container "c0" uses hostPort 8080)']

@@ -304,3 +304,31 @@ def test_the_options_of_vclusters_defaults_and_of_a_config() -> None:
     assert (opts.cluster_domain, opts.set_owner, opts.physical_host_paths) == ("corp.local", False, False)
     assert opts.rewrite_hosts_image == "docker.io/library/sed"  # no registry: Docker Hub, as vcluster's NewTranslator
     assert opts.rewrite_hosts_resources == {"limits": {"cpu": "1"}}
+
+
+def test_derived_annotations_the_translation_no_longer_has_are_removed() -> None:
+    # the virtual pod lost its owner: vcluster's Diff deletes owner-references and owner-set-kind
+    owned = vpod()
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                             "uid": "u", "controller": True}]
+    host = synced(owned)
+    v = vpod()
+    new = plan_update(synced(v), host, v, vcluster_name=VC).host_ops[0]["value"]
+    assert "vcluster.loft.sh/owner-references" not in new and "vcluster.loft.sh/owner-set-kind" not in new
+
+
+def test_when_both_sides_change_a_label_the_virtual_pod_wins() -> None:
+    before = vpod({"tier": "a"})
+    host = synced(before)
+    host["metadata"]["labels"]["tier"] = "host"
+    after = vpod({"tier": "virtual"})
+    plan = plan_update(synced(after), host, after, vcluster_name=VC)
+    assert plan.virtual_metadata is None
+    assert plan.host_ops[0]["value"]["tier"] == "virtual"
+
+
+def test_label_values_with_an_equals_sign_survive_the_base() -> None:
+    v = vpod({"expr": "a=b"})
+    host = synced(v)
+    assert host["metadata"]["annotations"]["vcluster.loft.sh/labels"] == 'expr="a=b"'
+    assert plan_update(synced(v), host, v, vcluster_name=VC).host_ops == []

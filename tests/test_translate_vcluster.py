@@ -402,3 +402,37 @@ def test_init_container_statuses_follow_the_virtual_init_containers() -> None:
             "spec": {"initContainers": [{"name": "setup"}], "containers": [{"name": "app"}]}, "status": {}}
     hpod = {"status": {"initContainerStatuses": [{"name": "istio-init"}, {"name": "setup"}]}}
     assert status_update(hpod, vpod) == {"status": {"initContainerStatuses": [{"name": "setup"}]}}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("a=b=c:NoSchedule", "invalid toleration spec: a=b=c:NoSchedule"),
+    ("a=-bad-:NoSchedule", "invalid toleration spec: a=-bad-:NoSchedule, a valid label must be an empty string or "
+                           "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                           "alphanumeric character"),
+])
+def test_parse_toleration_messages(text: str, message: str) -> None:
+    with pytest.raises(TolerationError) as e:
+        parse_toleration(text)
+    assert str(e.value) == message
+
+
+def test_the_downward_api_of_every_container_kind_and_projection_reads_the_virtual_identity() -> None:
+    # translator.go translateFieldRef, applied by TranslateContainerEnv to init, app and ephemeral containers and by
+    # translateVolumes to downwardAPI volumes and projections
+    ref = {"valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    spec = translate({
+        "initContainers": [{"name": "i", "env": [{"name": "N", **ref}]}],
+        "containers": [{"name": "c", "env": [{"name": "N", **ref}]}],
+        "ephemeralContainers": [{"name": "e", "env": [{"name": "N", **ref}]}],
+        "volumes": [{"name": "d", "downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.uid"}}]}},
+                    {"name": "p", "projected": {"sources": [{"downwardAPI": {"items": [
+                        {"path": "ns", "fieldRef": {"fieldPath": "metadata.namespace"}}]}}]}}]},
+        cluster=ClusterView("10.96.0.1", "10.96.0.10"))["spec"]
+    name = "metadata.annotations['vcluster.loft.sh/name']"
+    for field in ("initContainers", "containers", "ephemeralContainers"):
+        env = {e["name"]: e for e in spec[field][0]["env"]}
+        assert env["N"]["valueFrom"]["fieldRef"]["fieldPath"] == name
+    assert spec["volumes"][0]["downwardAPI"]["items"][0]["fieldRef"]["fieldPath"] == \
+        "metadata.annotations['vcluster.loft.sh/uid']"
+    assert spec["volumes"][1]["projected"]["sources"][0]["downwardAPI"]["items"][0]["fieldRef"]["fieldPath"] == \
+        "metadata.annotations['vcluster.loft.sh/namespace']"
