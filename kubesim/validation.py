@@ -128,7 +128,22 @@ def validate_object_meta(meta: Obj, *, name_is_label: bool = False) -> list[Fiel
     else:
         check = fe.dns1123_label_errors if name_is_label else fe.dns1123_subdomain_errors
         errs += [fe.invalid("metadata.name", name, m) for m in check(str(name))]
-    return errs + validate_labels(meta.get("labels")) + validate_annotations(meta.get("annotations"))
+    return (errs + validate_labels(meta.get("labels")) + validate_annotations(meta.get("annotations"))
+            + validate_owner_references(meta.get("ownerReferences")))
+
+
+def validate_owner_references(refs: Any) -> list[FieldError]:
+    """apimachinery's `validateOwnerReference`: each reference names an apiVersion with a version, a kind, a
+    name and a uid (the path is the list's, without an index, as the real messages have it)."""
+    errs: list[FieldError] = []
+    for _, ref in _dicts(refs):
+        api_version = str(ref.get("apiVersion") or "")
+        if not api_version.rpartition("/")[2]:
+            errs.append(fe.invalid("metadata.ownerReferences.apiVersion", api_version, "version must not be empty"))
+        for key in ("kind", "name", "uid"):
+            if not ref.get(key):
+                errs.append(fe.invalid(f"metadata.ownerReferences.{key}", str(ref.get(key) or ""), "must not be empty"))
+    return errs
 
 
 # ---------------------------------------------------------------------------------------------- pods

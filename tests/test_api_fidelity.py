@@ -321,3 +321,18 @@ async def test_dependents_are_garbage_collected_with_their_owner(clusters: Clust
     await clusters.host.delete(PODS, "p", NS)
     names = {s["metadata"]["name"] for s in (await clusters.host.list(SECRETS, NS))["items"]}
     assert "owned" not in names and "free" in names
+
+
+async def test_owner_references_need_their_four_fields(clusters: Clusters) -> None:
+    # apimachinery's validateOwnerReference (the syncer writes one to the vcluster Service on every host pod)
+    bad = pod("p")
+    bad["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "", "name": "vc", "uid": ""}]
+    with pytest.raises(ApiError) as err:
+        await clusters.host.create(PODS, bad, NS)
+    assert err.value.message == ('Pod "p" is invalid: [metadata.ownerReferences.kind: Invalid value: "": must not be '
+                                 'empty, metadata.ownerReferences.uid: Invalid value: "": must not be empty]')
+    bad["metadata"]["ownerReferences"] = [{"apiVersion": "apps/", "kind": "ReplicaSet", "name": "rs", "uid": "u"}]
+    with pytest.raises(ApiError) as err:
+        await clusters.host.create(PODS, bad, NS)
+    assert err.value.message == ('Pod "p" is invalid: metadata.ownerReferences.apiVersion: Invalid value: "apps/": '
+                                 "version must not be empty")
