@@ -229,7 +229,7 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
         if policy is not None:
             from syncer.config.reload import watch_policy
             reload = asyncio.create_task(watch_policy(Path(args.policy), config, syncer.set_policy, stop,
-                                                      rejected=syncer.policy_rejected))
+                                                      rejected=syncer.policy_rejected, in_force=policy.text))
             cleanup.push_async_callback(_finish, reload)
         log.info("runtimeclass-syncer %s: vcluster %r, host namespace %r, runtime class sync %s, selector %r",
                  __version__, args.vcluster_name, args.host_namespace,

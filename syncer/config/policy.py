@@ -95,6 +95,7 @@ class Policy:
     names: dict[str, PolicyEntry] = field(default_factory=dict)
     selectors: list[tuple[str, Selector, PolicyEntry]] = field(default_factory=list)
     source: str = ""  # the file it came from ("" = no policy)
+    text: bytes = b""  # the file's content it was built from (what a reload compares with)
 
     @property
     def empty(self) -> bool:
@@ -227,4 +228,6 @@ def policy_from_text(text: bytes, path: str | Path, config: SyncerConfig) -> Pol
         document = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ConfigError([f"cannot parse policy {path}: {e}"]) from None
-    return parse_policy(document, config, str(path))
+    policy = parse_policy(document, config, str(path))
+    policy.text = text
+    return policy

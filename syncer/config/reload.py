@@ -5,6 +5,11 @@ each way a file gets replaced is seen: an in-place write, an atomic rename over 
 of a Kubernetes ConfigMap volume (`..data` re-pointed to a new timestamped folder). After any change in
 the folder the file is read again; a valid policy that differs from the one in force is handed to
 `apply`, an invalid one is logged with every error and the policy in force is kept.
+
+The watch is set up in watchfiles' own thread, some time after the task starts; a change made before it was
+set up raises no event. So the file is read once more at the watch's first wake-up (its first change, or the
+first `READY_MS` without one), which happens only after the watch exists: a change is never missed, however
+early it comes. Later wake-ups without a change read nothing.
 """
 
 from __future__ import annotations
@@ -19,19 +24,32 @@ from syncer.config.policy import Policy, policy_from_text
 
 log = logging.getLogger(__name__)
 
+READY_MS = 1000  # watchfiles' wait in its thread (milliseconds): the first wake-up comes at most this late
+
 
 async def watch_policy(path: Path, config: SyncerConfig, apply: Callable[[Policy], None], stop: asyncio.Event,
-                       *, debounce_ms: int = 200, rejected: Callable[[list[str]], None] | None = None) -> None:
+                       *, debounce_ms: int = 200, rejected: Callable[[list[str]], None] | None = None,
+                       in_force: bytes | None = None) -> None:
     """Watch `path` until `stop` is set; call `apply(policy)` for each valid change (within about
     `debounce_ms` milliseconds plus the read) and `rejected(errors)` for each invalid one. Never raises
-    for a bad file."""
+    for a bad file.
+
+    `in_force` is the text of the policy in force (`Policy.text`); a file that differs from it when the
+    watch is up is a change. None: the file as it is when this task starts.
+    """
     from watchfiles import awatch  # only a process with --policy loads it
 
-    try:
-        last = await asyncio.to_thread(path.read_bytes)
-    except OSError:
-        last = b""
-    async for _ in awatch(path.parent, stop_event=stop, debounce=debounce_ms, recursive=True):
+    if in_force is None:
+        try:
+            in_force = await asyncio.to_thread(path.read_bytes)
+        except OSError:
+            in_force = b""
+    last, up = in_force, False
+    async for changes in awatch(path.parent, stop_event=stop, debounce=debounce_ms, recursive=True,
+                                yield_on_timeout=True, rust_timeout=READY_MS):
+        if not changes and up:
+            continue
+        up = True
         try:
             text = await asyncio.to_thread(path.read_bytes)
         except OSError as e:
