@@ -310,6 +310,8 @@ async def test_a_change_made_before_the_watch_is_up_is_applied(tmp_path: Path) -
         stop.set()
         await watcher
     assert [p.top.defaultRuntimeClassName for p in applied] == ["gvisor"]
+    # what `run` hands the watch as the policy in force: the exact text the policy was loaded from
+    assert load_policy(path, config).text == b"defaultRuntimeClassName: gvisor\n"
 
 
 async def test_policy_command_table_json_and_exit_statuses(clusters: Clusters, tmp_path: Path) -> None:
