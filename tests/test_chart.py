@@ -421,3 +421,12 @@ def _at(doc: Any, path: str) -> Any:
     for key in path.split("."):
         doc = doc.get(key) if isinstance(doc, dict) else None
     return doc
+
+
+def test_the_policy_configmap_holds_a_valid_policy_for_the_rendered_config(tmp_path: Path) -> None:
+    from syncer.config.policy import load_policy
+    own, shared = configmap_files(render(VERSIONS[-1], SIDECAR), tmp_path)
+    (cm,) = [d for d in yaml.safe_load_all((DEPLOY / "policy.yaml").read_text()) if d]
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(cm["data"]["policy.yaml"])
+    load_policy(policy, load_beside_vcluster(own, shared))  # raises ConfigError with every error
