@@ -430,3 +430,43 @@ def test_the_policy_configmap_holds_a_valid_policy_for_the_rendered_config(tmp_p
     policy = tmp_path / "policy.yaml"
     policy.write_text(cm["data"]["policy.yaml"])
     load_policy(policy, load_beside_vcluster(own, shared))  # raises ConfigError with every error
+
+
+@FRAGMENTS
+def test_a_change_of_the_section_restarts_the_syncer(fragment: str) -> None:
+    # the syncer reads its configuration once, at start: a new section must give the pod template a new hash
+    # (vcluster's chart: vClusterConfigHash over all values, templates/_vclusterconfighash.tpl; the Deployment:
+    # its checksum/config annotation)
+    values = yaml.safe_load((DEPLOY / fragment).read_text())
+    template = values["experimental"]["deploy"]["host"]["manifestsTemplate"]
+    assert "environment: development" in template
+    changed = {"experimental": {"deploy": {"host": {"manifestsTemplate": template.replace(
+        "environment: development", "environment: production")}}}}
+    before, after = (syncer_pod(VERSIONS[-1], fragment, extra)[1]["annotations"] for extra in (None, changed))
+    assert before != after
+
+
+@pytest.mark.parametrize(("kind", "fragment", "app"), [
+    ("PodMonitor", SIDECAR, "vcluster"), ("PodMonitor", DEPLOYMENT, "runtimeclass-syncer"),
+    ("ServiceMonitor", SIDECAR, "vcluster"), ("ServiceMonitor", DEPLOYMENT, "runtimeclass-syncer")])
+def test_the_monitoring_examples_in_the_docs_find_the_metrics_port(kind: str, fragment: str, app: str) -> None:
+    text = (REPO / "docs" / "install.md").read_text()
+    docs = [d for block in re.findall(r"```yaml\n(.*?)```", text, re.S) for d in yaml.safe_load_all(block)
+            if d and d.get("apiVersion", "").startswith(("monitoring.coreos.com", "v1"))]
+    (monitor,) = [d for d in docs if d["kind"] == kind]
+    _, meta, _, c = syncer_pod(VERSIONS[-1], fragment)
+    # the docs say which label to change for the Deployment: app
+    if kind == "PodMonitor":
+        selector, port = dict(monitor["spec"]["selector"]["matchLabels"]), monitor["spec"]["podMetricsEndpoints"]
+    else:
+        (service,) = [d for d in docs if d["kind"] == "Service"]
+        assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+        selector = dict(service["spec"]["selector"])
+        (svc_port,) = service["spec"]["ports"]
+        port = [{"port": svc_port["targetPort"]}]
+        assert svc_port["name"] == monitor["spec"]["endpoints"][0]["port"]
+    selector["app"] = app
+    assert selector.items() <= meta["labels"].items()
+    (metrics,) = [p for p in c["ports"] if p["name"] == port[0]["port"]]
+    args = parsed_args(meta, c)
+    assert args.metrics_bind_address == f":{metrics['containerPort']}"

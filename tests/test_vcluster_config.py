@@ -51,9 +51,9 @@ async def test_every_refusal_is_reported_at_once_with_its_file_and_path(tmp_path
     assert code == 2
     lines = [line.removeprefix("error: ") for line in err.splitlines()]
     expected = [
-        f"{own}: invalid sync.toHost: the sidecar's own file holds only sync.fromHost.runtimeClasses; sync.toHost is "
+        f"{own}: invalid sync.toHost: the syncer's own file holds only sync.fromHost.runtimeClasses; sync.toHost is "
         f"read from vcluster's config ({vc})",
-        f"{own}: invalid controlPlane: the sidecar's own file holds only sync.fromHost.runtimeClasses; controlPlane "
+        f"{own}: invalid controlPlane: the syncer's own file holds only sync.fromHost.runtimeClasses; controlPlane "
         f"is read from vcluster's config ({vc})",
         f"{vc}: invalid sync.toHost.pods.enabled: must be true or false, not 'false'",
         f"{vc}: invalid sync.fromHost.runtimeClasses.enabled: vcluster would sync RuntimeClasses too",
@@ -73,7 +73,7 @@ async def test_the_own_file_must_hold_the_section(tmp_path: Path) -> None:
     vc = write(tmp_path, "vc.yaml", VCLUSTER_OFF)
     code, _, err = await run_cli("validate", "--config", str(own), "--vcluster-config", str(vc))
     assert code == 2
-    assert f"error: {own}: invalid sync.fromHost.runtimeClasses: missing: this file holds the sidecar's own section" \
+    assert f"error: {own}: invalid sync.fromHost.runtimeClasses: missing: this file holds the syncer's own section" \
         in err
 
 

@@ -2,11 +2,11 @@
 
 In a real install (docs/install.md) each setting lives in one place:
 
-- `--config FILE` holds the sidecar's own section, `sync.fromHost.runtimeClasses` (enabled, selector, patches),
+- `--config FILE` holds the syncer's own section, `sync.fromHost.runtimeClasses` (enabled, selector, patches),
   and nothing else. It is the only place that section is set.
 - `--vcluster-config FILE` is vcluster's configuration, the values vcluster runs with (the chart renders the
-  keys the sidecar reads from the same values it writes into vcluster's `vc-config-<release>` Secret). The keys
-  the sidecar shares with vcluster (`sync.toHost.pods.*`, `sync.toHost.configMaps/secrets.all`,
+  keys the syncer reads from the same values it writes into vcluster's `vc-config-<release>` Secret). The keys
+  the syncer shares with vcluster (`sync.toHost.pods.*`, `sync.toHost.configMaps/secrets.all`,
   `controlPlane.advanced.workloadServiceAccount`, ...) are read from there, never set twice.
 
 The configuration in force is vcluster's with `sync.fromHost.runtimeClasses` taken from `--config`. Refused, each
@@ -99,7 +99,7 @@ def unsupported_modes(document: Any) -> list[str]:
 
 
 def vcluster_conflicts(document: Any) -> list[str]:
-    """Errors for a vcluster configuration the sidecar cannot run beside, as `invalid <path>: <reason>`, in this
+    """Errors for a vcluster configuration the syncer cannot run beside, as `invalid <path>: <reason>`, in this
     order: pod sync, RuntimeClass sync (switch, selector, patches), then `unsupported_modes`.
 
     `document` is vcluster's configuration (chart values, merged with the chart's defaults or not: an absent
@@ -119,17 +119,17 @@ def vcluster_conflicts(document: Any) -> list[str]:
     elif rcs:
         errors.append(f"invalid {RC_PATH}.enabled: vcluster would sync RuntimeClasses too (two writers of every "
                       "virtual RuntimeClass; with patches open-source vcluster fails on each); keep it false in "
-                      "vcluster's config: the sidecar's own section (--config) turns RuntimeClass sync on")
+                      "vcluster's config: the syncer's own section (--config) turns RuntimeClass sync on")
     for key in ("selector", "patches"):
         present, value = _get(document, f"{RC_PATH}.{key}")
         if present and value not in (None, {}, []):
             errors.append(f"invalid {RC_PATH}.{key}: set in vcluster's config, where nothing reads it; it belongs "
-                          "in the sidecar's own section (--config), the one place it is read")
+                          "in the syncer's own section (--config), the one place it is read")
     return errors + unsupported_modes(document)
 
 
 def _foreign_keys(document: dict[str, Any]) -> list[str]:
-    """The topmost key paths of the sidecar's own file that are not part of `sync.fromHost.runtimeClasses`."""
+    """The topmost key paths of the syncer's own file that are not part of `sync.fromHost.runtimeClasses`."""
     out: list[str] = []
     for key, value in document.items():
         if key != "sync":
@@ -146,7 +146,7 @@ def _foreign_keys(document: dict[str, Any]) -> list[str]:
 
 def load_beside_vcluster(config_path: str | Path, vcluster_path: str | Path) -> SyncerConfig:
     """The configuration in force: vcluster's (`vcluster_path`) with `sync.fromHost.runtimeClasses` from the
-    sidecar's own file (`config_path`).
+    syncer's own file (`config_path`).
 
     Returns:
         SyncerConfig whose `source` is the combined document (what patches see as `context.vcluster.config`).
@@ -162,11 +162,11 @@ def load_beside_vcluster(config_path: str | Path, vcluster_path: str | Path) -> 
     if errors:
         raise ConfigError(errors)
     own, vcluster = own or {}, vcluster or {}
-    errors += [f"{config_path}: invalid {key}: the sidecar's own file holds only {RC_PATH}; {key} is read from "
+    errors += [f"{config_path}: invalid {key}: the syncer's own file holds only {RC_PATH}; {key} is read from "
                f"vcluster's config ({vcluster_path})" for key in _foreign_keys(own)]
     present, section = _get(own, RC_PATH)
     if not present:
-        errors.append(f"{config_path}: invalid {RC_PATH}: missing: this file holds the sidecar's own section")
+        errors.append(f"{config_path}: invalid {RC_PATH}: missing: this file holds the syncer's own section")
     errors += [f"{vcluster_path}: {e}" for e in vcluster_conflicts(vcluster)]
     # Each file's own validation errors name that file: the section alone, then vcluster's keys without it.
     try:
