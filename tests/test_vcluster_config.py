@@ -124,3 +124,12 @@ async def test_virtual_server_must_be_a_url() -> None:
     code, _, err = await run_cli("run", "--config", "c", "--virtual-kubeconfig", "k", "--virtual-server",
                                  "localhost:8443", "--vcluster-name", "v", "--host-namespace", "n")
     assert code == 2 and "not an http(s) URL: 'localhost:8443'" in err
+
+
+async def test_policy_reads_the_two_files_too(tmp_path: Path) -> None:
+    own = write(tmp_path, "own.yaml", OWN)
+    vc = write(tmp_path, "vc.yaml", "privateNodes: {enabled: true}\n" + VCLUSTER_OFF)
+    policy = write(tmp_path, "policy.yaml", "requireRuntimeClassName: true\n")
+    code, _, err = await run_cli("policy", "--config", str(own), "--vcluster-config", str(vc), "--policy", str(policy),
+                                 "--host-kubeconfig", str(tmp_path / "unused"))
+    assert code == 2 and f"error: {vc}: invalid privateNodes.enabled: private nodes are not supported" in err, err

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from syncer.config.model import RC_PATH, ConfigError, SyncerConfig, parse_config
+from syncer.config.model import RC_PATH, ConfigError, SyncerConfig, load_config, parse_config
 
 # vcluster's default of `sync.toHost.pods.enabled` (loft-sh/vcluster chart/values.yaml, every supported version)
 VCLUSTER_POD_SYNC_DEFAULT = True
@@ -198,12 +198,8 @@ def load(config_path: str | Path, vcluster_path: str | Path | None = None) -> Sy
     """
     if vcluster_path is not None:
         return load_beside_vcluster(config_path, vcluster_path)
-    document = _read(config_path, "config")
-    errors = unsupported_modes(document) if isinstance(document, dict) else []
-    try:
-        config = parse_config(document)
-    except ConfigError as e:
-        raise ConfigError(e.errors + errors) from None
+    config = load_config(config_path)
+    errors = unsupported_modes(config.source)
     if errors:
         raise ConfigError(errors)
     return config
