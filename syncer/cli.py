@@ -184,7 +184,7 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
     from syncer.manager import Options, Syncer
     from syncer.metrics import Metrics
     from syncer.server import ProbeServer
-    from syncer.startup import Loader, Startup
+    from syncer.startup import Loader, Startup, watch_kubeconfigs
 
     tune_gc()  # the imports are done
     # mistakes of the command line, before anything is served or read (waiting would not fix them)
@@ -230,39 +230,64 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
                                                           user_agent=agent),
             "host": (lambda: KubeClient.from_kubeconfig(args.host_kubeconfig, "host", request_timeout=timeout,
                                                         user_agent=agent)) if args.host_kubeconfig else in_cluster}
-        clients = await startup.clients(loaders, stop)  # waits (probes served) until both can be used
-        if clients is None:
-            log.info("stopped while waiting for the cluster configurations")
-            return EXIT_OK
-        virtual, host = clients["virtual"], clients["host"]
-        cleanup.push_async_callback(virtual.close)
-        cleanup.push_async_callback(host.close)
-        elector = None
-        if args.leader_elect:
-            elector = LeaderElector(host, args.leader_election_namespace or args.host_namespace,
-                                    args.leader_election_id or f"runtimeclass-syncer-{args.vcluster_name}",
-                                    identity, lease_duration=args.lease_duration,
-                                    renew_deadline=args.renew_deadline, retry_period=args.retry_period)
-        syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
-                                                       host_namespace=args.host_namespace,
-                                                       pod_workers=args.pod_workers,
-                                                       token_lifetime=args.token_lifetime), metrics=startup.metrics,
-                        patcher=patcher, policy=policy)
-        startup.syncer = syncer  # the probes report the syncer from now on
+        in_force: list[Policy | None] = [policy]  # the policy in force, for the syncer of each start
         if policy is not None:
             from syncer.config.reload import watch_policy
-            reload = asyncio.create_task(watch_policy(Path(args.policy), config, syncer.set_policy, stop,
-                                                      rejected=syncer.policy_rejected, in_force=policy.text))
+
+            def apply_policy(new: Policy) -> None:
+                in_force[0] = new
+                if startup.syncer is not None:
+                    startup.syncer.set_policy(new)
+                else:  # between two syncers: the next one starts with it
+                    startup.metrics.policy_reloads.labels("applied").inc()
+
+            reload = asyncio.create_task(watch_policy(
+                Path(args.policy), config, apply_policy, stop, in_force=policy.text,
+                rejected=lambda _: startup.metrics.policy_reloads.labels("invalid").inc()))
             cleanup.push_async_callback(_finish, reload)
-        log.info("runtimeclass-syncer %s: vcluster %r, host namespace %r, runtime class sync %s, selector %r",
-                 __version__, args.vcluster_name, args.host_namespace,
-                 "enabled" if config.enabled else "disabled", str(config.selector) or "<everything>")
-        await syncer.run(stop, elector)
-    if syncer.lost_leadership:
-        log.error("exiting: leadership lost (a restart rejoins the election as a follower)")
-        return EXIT_FAILURE
+        while True:  # once, and again after a kubeconfig changed
+            clients = await startup.clients(loaders, stop)  # waits (probes served) until both can be used
+            if clients is None:
+                log.info("stopped while waiting for the cluster configurations")
+                return EXIT_OK
+            halt = asyncio.Event()  # stop, or a kubeconfig changed
+            async with contextlib.AsyncExitStack() as started:
+                virtual, host = clients["virtual"], clients["host"]
+                started.push_async_callback(virtual.close)
+                started.push_async_callback(host.close)
+                elector = None
+                if args.leader_elect:
+                    elector = LeaderElector(host, args.leader_election_namespace or args.host_namespace,
+                                            args.leader_election_id or f"runtimeclass-syncer-{args.vcluster_name}",
+                                            identity, lease_duration=args.lease_duration,
+                                            renew_deadline=args.renew_deadline, retry_period=args.retry_period)
+                syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
+                                                               host_namespace=args.host_namespace,
+                                                               pod_workers=args.pod_workers,
+                                                               token_lifetime=args.token_lifetime),
+                                metrics=startup.metrics, patcher=patcher, policy=in_force[0])
+                startup.syncer = syncer  # the probes report the syncer from now on
+                for task in (asyncio.create_task(watch_kubeconfigs(clients, halt)),
+                             asyncio.create_task(_relay(stop, halt))):
+                    started.push_async_callback(_finish, task)
+                log.info("runtimeclass-syncer %s: vcluster %r, host namespace %r, runtime class sync %s, selector %r",
+                         __version__, args.vcluster_name, args.host_namespace,
+                         "enabled" if config.enabled else "disabled", str(config.selector) or "<everything>")
+                await syncer.run(halt, elector)
+            startup.syncer = None
+            if syncer.lost_leadership:
+                log.error("exiting: leadership lost (a restart rejoins the election as a follower)")
+                return EXIT_FAILURE
+            if stop.is_set():
+                break
     log.info("stopped")
     return EXIT_OK
+
+
+async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
+    """Set `target` once `source` is set."""
+    await source.wait()
+    target.set()
 
 
 async def _policy_report(args: argparse.Namespace, config: SyncerConfig, policy: Policy) -> int:

@@ -25,9 +25,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from kubesim.apiserver import EmbeddedAPIServer
 from syncer.kube.client import KubeClient, KubeconfigError
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import RUNTIMECLASSES
+from syncer.kube.wait import wait_for
 from syncer.metrics import Metrics
 from syncer.startup import Startup
 from tests.conftest import HOST_NS, Clusters, eventually, rc, virtual_rc_names
@@ -87,6 +89,26 @@ def waiting(health_text: str) -> Callable[[int, str, int], bool]:
     return lambda ready, text, _: ready == 503 and health_text in text
 
 
+def kubelet_write(folder: Path, files: dict[str, str]) -> None:
+    """Update a Secret volume as the kubelet does (kubernetes pkg/volume/util/atomic_writer.go, AtomicWriter.Write):
+    the files go to a new timestamped folder, a `..data_tmp` symlink to it is renamed over `..data`, each file
+    is a symlink `<name> -> ..data/<name>`, and the previous timestamped folder is removed."""
+    folder.mkdir(exist_ok=True)
+    stamp = folder / f"..{time.strftime('%Y_%m_%d_%H_%M_%S', time.gmtime())}.{time.time_ns() % 10 ** 9:09d}"
+    stamp.mkdir()
+    for name, text in files.items():
+        (stamp / name).write_text(text)
+    data = folder / "..data"
+    old = data.resolve() if data.is_symlink() else None
+    (folder / "..data_tmp").symlink_to(stamp.name)
+    os.replace(folder / "..data_tmp", data)
+    for name in files:
+        if not (folder / name).is_symlink():
+            (folder / name).symlink_to(f"..data/{name}")
+    if old is not None:
+        shutil.rmtree(old)
+
+
 def has_service_account() -> bool:
     """True when this machine is a pod with a service account mounted."""
     return Path(SERVICE_ACCOUNT_TOKEN).exists()
@@ -131,8 +153,9 @@ async def test_a_kubeconfig_the_sidecar_cannot_read_is_waited_for_and_used_once_
         pytest.skip(found)
     python, env = found
     await clusters.host.create(RUNTIMECLASSES, host_class())
-    # as vcluster leaves it: root-owned, 0600, in a folder the sidecar can traverse
-    admin = clusters.virtual_server.write_kubeconfig(shared_dir / "admin.conf")
+    # as vcluster leaves it: root-owned, 0600, in a folder the sidecar can enter but not list
+    admin = clusters.virtual_server.write_kubeconfig(shared_dir / "vcluster" / "admin.conf")
+    admin.parent.chmod(0o711)
     os.chown(admin, 0, 0)
     admin.chmod(0o600)
     host = shared_dir / "host.kubeconfig"
@@ -150,6 +173,8 @@ async def test_a_kubeconfig_the_sidecar_cannot_read_is_waited_for_and_used_once_
         await virtual_rc_names(clusters, lambda names: names == {"gvisor"}, "gvisor synced once the file is readable")
         assert await probe_until(health, ready, "/readyz 200 after the first reconcile") == (200, "ok", 200)
         await proc.wait_for_line(f"the virtual kubeconfig {admin} can be used now")
+        # inotify needs to list the folder: without that, no watch (a changed file is read after a restart)
+        await proc.wait_for_line(f"not watching {admin.parent} for changes (this process may not list it)")
         assert await proc.stop() == 0
     finally:
         await proc.stop("kill")
@@ -180,6 +205,37 @@ async def test_a_missing_then_empty_kubeconfig_is_waited_for_until_written(
         assert await proc.stop() == 0
     finally:
         await proc.stop("kill")
+
+
+async def test_a_changed_kubeconfig_in_a_secret_volume_starts_the_syncer_again_with_it(
+        clusters: Clusters, tmp_path: Path) -> None:
+    await clusters.host.create(RUNTIMECLASSES, host_class())
+    volume, health = tmp_path / "kubeconfig", free_port()
+    admin = volume / "admin.conf"
+    kubelet_write(volume, {"admin.conf": clusters.virtual_server.write_kubeconfig(tmp_path / "a.conf").read_text()})
+    proc = await SyncerProcess(*run_args(clusters, admin, health, "--host-kubeconfig",
+                                         str(clusters.host_kubeconfig))).start()
+    async with EmbeddedAPIServer("other", runtime_class_admission=False, bookmark_interval=0.5) as other_server:
+        other = await KubeClient.from_kubeconfig(str(other_server.write_kubeconfig(tmp_path / "b.conf")), "virtual")
+        try:
+            await virtual_rc_names(clusters, lambda names: names == {"gvisor"}, "gvisor synced through the symlinks")
+            assert (await probe_until(health, ready, "/readyz 200"))[0] == 200
+            # a Secret update that is not a kubeconfig: logged, and the clients in use are kept
+            kubelet_write(volume, {"admin.conf": "not: [a kubeconfig"})
+            await proc.wait_for_line(f"waiting for the virtual kubeconfig {admin} to be usable again: not a "
+                                     "kubeconfig: YAML error at line 1, column 19")
+            await clusters.host.create(RUNTIMECLASSES, rc("kata", labels={"environment": "development"}))
+            await virtual_rc_names(clusters, lambda names: names == {"gvisor", "kata"}, "kata synced meanwhile")
+            # a kubeconfig for another API server (as a rotated certificate or token would be): used from now on
+            kubelet_write(volume, {"admin.conf": (tmp_path / "b.conf").read_text()})
+            await proc.wait_for_line(f"the virtual kubeconfig {admin} changed; starting the syncer again with it")
+            await wait_for(other, RUNTIMECLASSES, lambda objs: set(objs) == {"gvisor", "kata"}, timeout=15,
+                           what="both classes synced into the server the new kubeconfig names")
+            assert await probe_until(health, ready, "/readyz 200 with the new clients") == (200, "ok", 200)
+            assert await proc.stop() == 0
+        finally:
+            await other.close()
+            await proc.stop("kill")
 
 
 async def test_api_servers_down_at_start_are_waited_for(clusters: Clusters) -> None:

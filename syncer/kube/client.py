@@ -133,8 +133,8 @@ def _os_reason(e: OSError, with_file: bool = False) -> str:
     return f"{e.filename}: {text}" if with_file and e.filename else text
 
 
-def _read_kubeconfig(source: str, path: str) -> tuple[dict[str, Any], str]:
-    """The YAML document of a kubeconfig file and the folder its relative paths start from. Raises
+def _read_kubeconfig(source: str, path: str) -> tuple[bytes, dict[str, Any], str]:
+    """A kubeconfig file's bytes, its YAML document and the folder its relative paths start from. Raises
     KubeconfigError naming `source`."""
     try:
         with open(path, "rb") as f:
@@ -151,7 +151,7 @@ def _read_kubeconfig(source: str, path: str) -> tuple[dict[str, Any], str]:
         raise KubeconfigError(source, "not a kubeconfig: the file is empty")
     if not isinstance(doc, dict):
         raise KubeconfigError(source, f"not a kubeconfig: a YAML {type(doc).__name__}, not a mapping")
-    return doc, os.path.dirname(os.path.abspath(path))
+    return raw, doc, os.path.dirname(os.path.abspath(path))
 
 
 TRANSIENT_STATUSES = (0, 409, 429, 500, 502, 503, 504)  # no response, conflict, throttled, server trouble
@@ -173,6 +173,9 @@ class KubeClient:
         api: a kubernetes-asyncio ApiClient configured for the cluster.
         cluster: a name for logs and errors ("host", "virtual").
         request_timeout: seconds before a non-watch request is abandoned (ApiError status 0).
+    Attributes:
+        kubeconfig: (path, the bytes read) when built by `from_kubeconfig`, else None: what a watch compares a
+            changed file with.
     """
 
     def __init__(self, api: k8s_client.ApiClient, cluster: str, request_timeout: float = 30.0,
@@ -188,6 +191,7 @@ class KubeClient:
         self._proxy_headers = cfg.proxy_headers or None
         self._server_hostname = cfg.tls_server_name or None
         # The library's pool (its TLS settings and connection limit) without its per-request env lookups
+        self.kubeconfig: tuple[str, bytes] | None = None
         self._session = aiohttp.ClientSession(connector=api.rest_client.pool_manager.connector,
                                               connector_owner=False, trust_env=False, read_bufsize=2 ** 21)
 
@@ -203,7 +207,7 @@ class KubeClient:
                 file missing, no such context); `source` is `the <cluster> kubeconfig <path>`.
         """
         source = f"the {cluster} kubeconfig {path}"
-        doc, folder = _read_kubeconfig(source, path)
+        raw, doc, folder = _read_kubeconfig(source, path)
         cfg = k8s_client.Configuration()
         try:
             loader = KubeConfigLoader(
@@ -213,7 +217,9 @@ class KubeClient:
             raise KubeconfigError(source, _os_reason(e, with_file=True)) from e
         except Exception as e:  # the library's ConfigException, and its asserts and lookups on odd shapes
             raise KubeconfigError(source, f"not a usable kubeconfig: {e or type(e).__name__}") from e
-        return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout, user_agent)
+        client = cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout, user_agent)
+        client.kubeconfig = (path, raw)
+        return client
 
     @classmethod
     def in_cluster(cls, cluster: str, request_timeout: float = 30.0, user_agent: str = DEFAULT_USER_AGENT, *,
