@@ -10,6 +10,8 @@ up with `/healthz` 200, say in `/readyz` and in its log what it waits for, and s
 from __future__ import annotations
 
 import asyncio
+import base64
+import errno
 import itertools
 import logging
 import os
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+import yaml
 
 from kubesim.apiserver import EmbeddedAPIServer
 from syncer.kube.client import KubeClient, KubeconfigError
@@ -374,3 +377,48 @@ async def test_a_kubeconfig_that_is_not_one_says_why(tmp_path: Path) -> None:
     with pytest.raises(KubeconfigError) as e:
         await KubeClient.from_kubeconfig(str(path), "virtual")
     assert e.value.reason == f"not a usable kubeconfig: File does not exists: {tmp_path / 'ca.crt'}"
+    pem = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"  # not a certificate
+    (tmp_path / "ca.crt").write_text(pem)
+    with pytest.raises(KubeconfigError) as e:
+        await KubeClient.from_kubeconfig(str(path), "virtual")
+    assert e.value.reason.startswith("not a usable kubeconfig: a certificate or key cannot be loaded: "), e.value
+
+
+async def test_service_account_files_that_are_not_there_yet_say_which(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    token, ca = tmp_path / "token", tmp_path / "ca.crt"
+    source = "the host cluster's service account"
+    with pytest.raises(KubeconfigError) as e:
+        KubeClient.in_cluster("host", token_file=str(token), ca_file=str(ca))
+    assert (e.value.source, e.value.reason) == (source, f"{token}: no such file")
+    token.write_text("")  # the kubelet has created it, not yet written it
+    with pytest.raises(KubeconfigError) as e:
+        KubeClient.in_cluster("host", token_file=str(token), ca_file=str(ca))
+    assert e.value.reason == f"{token}: the file is empty"
+    token.write_text("a-token")
+    with pytest.raises(KubeconfigError) as e:
+        KubeClient.in_cluster("host", token_file=str(token), ca_file=str(ca))
+    assert e.value.reason == f"{ca}: no such file"
+
+
+async def test_no_writable_temporary_folder_is_named_not_taken_for_a_missing_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The client library writes a kubeconfig's embedded certificates (vcluster's admin.conf has them) to temporary
+    # files; on a read-only root filesystem without a /tmp volume, Python's tempfile finds no folder.
+    def no_folder() -> str:
+        raise FileNotFoundError(errno.ENOENT, "No usable temporary directory found in ['/tmp', '/var/tmp']")
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setattr(tempfile, "_get_default_tempdir", no_folder)
+    ca = base64.b64encode(f"a CA written at {time.time_ns()}".encode()).decode()  # not cached by the library yet
+    path = tmp_path / "admin.conf"
+    cluster = {"server": "https://127.0.0.1:1", "certificate-authority-data": ca}
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "v",
+                                    "clusters": [{"name": "v", "cluster": cluster}],
+                                    "users": [{"name": "v", "user": {}}],
+                                    "contexts": [{"name": "v", "context": {"cluster": "v", "user": "v"}}]}))
+    with pytest.raises(KubeconfigError) as e:
+        await KubeClient.from_kubeconfig(str(path), "virtual")
+    assert e.value.reason == "[Errno 2] No usable temporary directory found in ['/tmp', '/var/tmp']"

@@ -16,8 +16,10 @@ one exception type and can log the verb, resource and cluster it came from.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
+import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -126,11 +128,23 @@ class KubeconfigError(Exception):
 
 def _os_reason(e: OSError, with_file: bool = False) -> str:
     """`no such file`, or `[Errno 13] Permission denied` (with the file's name when it is another file)."""
-    if isinstance(e, FileNotFoundError):
+    if isinstance(e, FileNotFoundError) and e.strerror == os.strerror(errno.ENOENT):
         text = "no such file"
-    else:
+    else:  # also tempfile's `No usable temporary directory found in [...]` (embedded certificates are written out)
         text = f"[Errno {e.errno}] {e.strerror}" if e.errno is not None else str(e)
     return f"{e.filename}: {text}" if with_file and e.filename else text
+
+
+def _api_client(source: str, cfg: k8s_client.Configuration) -> k8s_client.ApiClient:
+    """The library's client for `cfg`; it reads the CA certificate and the client certificate and key now.
+    Raises KubeconfigError naming `source` when one cannot be read or is not PEM."""
+    try:
+        return k8s_client.ApiClient(configuration=cfg)
+    except ssl.SSLError as e:
+        raise KubeconfigError(source, f"not a usable kubeconfig: a certificate or key cannot be loaded: "
+                                      f"{e.reason or e}") from e
+    except OSError as e:
+        raise KubeconfigError(source, _os_reason(e, with_file=True)) from e
 
 
 def _read_kubeconfig(source: str, path: str) -> tuple[bytes, dict[str, Any], str]:
@@ -217,7 +231,7 @@ class KubeClient:
             raise KubeconfigError(source, _os_reason(e, with_file=True)) from e
         except Exception as e:  # the library's ConfigException, and its asserts and lookups on odd shapes
             raise KubeconfigError(source, f"not a usable kubeconfig: {e or type(e).__name__}") from e
-        client = cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout, user_agent)
+        client = cls(_api_client(source, cfg), cluster, request_timeout, user_agent)
         client.kubeconfig = (path, raw)
         return client
 
@@ -247,7 +261,7 @@ class KubeClient:
             raise KubeconfigError(source, _os_reason(e, with_file=True)) from e
         except k8s_config.ConfigException as e:
             raise KubeconfigError(source, str(e)) from e
-        return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout, user_agent)
+        return cls(_api_client(source, cfg), cluster, request_timeout, user_agent)
 
     async def close(self) -> None:
         """Close the connection pool."""
