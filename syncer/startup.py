@@ -17,11 +17,11 @@ container makes the whole vcluster pod unready, which takes the tenants' API ser
 
 Once running, the kubeconfig files the clients came from are read again every `CHECK_INTERVAL` seconds
 (`watch_kubeconfigs`: an in-place write, an atomic rename, a Secret volume's symlink swap). A file whose
-content changed and loads (a rotated
-certificate or token, another server) makes `run` stop the syncer and start a new one with new clients: the
-caches are listed again and `/readyz` is 503 until the first reconcile is done again. A changed file that
-cannot be used is logged, and the clients in use are kept. The in-cluster service account needs no watch:
-its token file is read again every minute.
+content changed and loads (a rotated certificate or token, another server) makes `run` stop the syncer and
+start a new one with new clients, in the same process: the caches are listed again and `/readyz` is 503
+until the first reconcile is done again. A changed file that cannot be used is logged, and the clients in
+use are kept. The in-cluster service account needs no watch: the client library reads its token file again
+every minute.
 
 Configuration mistakes that waiting cannot fix (an invalid vcluster.yaml, policy or flag) still exit 2
 before any of this.

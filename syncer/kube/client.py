@@ -188,8 +188,8 @@ class KubeClient:
         cluster: a name for logs and errors ("host", "virtual").
         request_timeout: seconds before a non-watch request is abandoned (ApiError status 0).
     Attributes:
-        kubeconfig: (path, the bytes read) when built by `from_kubeconfig`, else None: what a watch compares a
-            changed file with.
+        kubeconfig: (path, the bytes read) when built by `from_kubeconfig`, else None: what
+            syncer.startup.watch_kubeconfigs compares the file with later.
     """
 
     def __init__(self, api: k8s_client.ApiClient, cluster: str, request_timeout: float = 30.0,
@@ -204,8 +204,8 @@ class KubeClient:
         self._proxy = proxy_for(self._base, cfg.proxy)
         self._proxy_headers = cfg.proxy_headers or None
         self._server_hostname = cfg.tls_server_name or None
-        # The library's pool (its TLS settings and connection limit) without its per-request env lookups
         self.kubeconfig: tuple[str, bytes] | None = None
+        # The library's pool (its TLS settings and connection limit) without its per-request env lookups
         self._session = aiohttp.ClientSession(connector=api.rest_client.pool_manager.connector,
                                               connector_owner=False, trust_env=False, read_bufsize=2 ** 21)
 
@@ -224,8 +224,7 @@ class KubeClient:
         raw, doc, folder = _read_kubeconfig(source, path)
         cfg = k8s_client.Configuration()
         try:
-            loader = KubeConfigLoader(
-                config_dict=doc, active_context=context, config_base_path=folder)
+            loader = KubeConfigLoader(config_dict=doc, active_context=context, config_base_path=folder)
             await loader.load_and_set(cfg)
         except OSError as e:
             raise KubeconfigError(source, _os_reason(e, with_file=True)) from e
