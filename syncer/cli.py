@@ -1,8 +1,10 @@
 """Command line: `runtimeclass-syncer run | validate | policy | demo` (behaviour.md sections 6 and 7).
 
 Exit status: 0 on success and on a clean stop (SIGTERM/SIGINT); 2 for an invalid configuration, policy
-or command line (reported before any API request); 1 when a cluster cannot be reached or set up, and
-for `policy`, when the host shows a problem of the policy (an unusable default).
+or command line (reported before any API request); 1 when `run` cannot bind its probe or metrics port or
+loses its lease, and when `policy` cannot reach the host or the host shows a problem of the policy (an
+unusable default). `run` does not exit for a kubeconfig it cannot read yet or an API server that is down:
+it waits, saying so in its log and in `/readyz` (syncer/startup.py).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
 import socket
 import sys
@@ -191,12 +194,29 @@ def tune_gc() -> None:
 
 
 async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy | None = None) -> int:
+    """`run`: check what waiting cannot fix (exit 2), serve the probes, wait until both clusters' configurations
+    can be used (syncer/startup.py), then run the syncer until SIGTERM/SIGINT."""
     from syncer.kube.client import DEFAULT_USER_AGENT, KubeClient
     from syncer.kube.leader import LeaderElector
     from syncer.manager import Options, Syncer
+    from syncer.metrics import Metrics
     from syncer.server import ProbeServer
+    from syncer.startup import Loader, Startup, watch_kubeconfigs
 
     tune_gc()  # the imports are done
+    # mistakes of the command line, before anything is served or read (waiting would not fix them)
+    if args.leader_elect:
+        try:
+            LeaderElector.check_timing(args.lease_duration, args.renew_deadline, args.retry_period)
+        except ValueError as e:
+            print(f"error: invalid leader election timing: {e}", file=sys.stderr)
+            return EXIT_CONFIG
+    if not args.host_kubeconfig and not (os.environ.get("KUBERNETES_SERVICE_HOST")
+                                         and os.environ.get("KUBERNETES_SERVICE_PORT")):
+        print("error: no --host-kubeconfig, and not in a pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+              "are not set), so there is no in-cluster configuration either: pass --host-kubeconfig",
+              file=sys.stderr)
+        return EXIT_CONFIG
     ok, patcher = await _compile_patches(config, args.vcluster_name, args.host_namespace, args.patch_timeout,
                                          args.patch_memory_limit)
     if not ok:
@@ -208,55 +228,83 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-        agent, timeout = f"{DEFAULT_USER_AGENT} ({identity})", args.request_timeout
-        try:
-            virtual = await KubeClient.from_kubeconfig(args.virtual_kubeconfig, "virtual", request_timeout=timeout,
-                                                       user_agent=agent, server=args.virtual_server)
-            cleanup.push_async_callback(virtual.close)
-            host = (await KubeClient.from_kubeconfig(args.host_kubeconfig, "host", request_timeout=timeout,
-                                                     user_agent=agent) if args.host_kubeconfig
-                    else KubeClient.in_cluster("host", request_timeout=timeout, user_agent=agent))
-            cleanup.push_async_callback(host.close)
-        except Exception as e:
-            log.error("cannot set up the cluster clients: %s", e)
-            return EXIT_FAILURE
-        elector = None
-        if args.leader_elect:
-            try:
-                elector = LeaderElector(host, args.leader_election_namespace or args.host_namespace,
-                                        args.leader_election_id or f"runtimeclass-syncer-{args.vcluster_name}",
-                                        identity, lease_duration=args.lease_duration,
-                                        renew_deadline=args.renew_deadline, retry_period=args.retry_period)
-            except ValueError as e:
-                print(f"error: invalid leader election timing: {e}", file=sys.stderr)
-                return EXIT_CONFIG
-        syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
-                                                       host_namespace=args.host_namespace,
-                                                       pod_workers=args.pod_workers,
-                                                       token_lifetime=args.token_lifetime), patcher=patcher,
-                        policy=policy)
-        probes = ProbeServer(syncer, args.health_probe_bind_address or None, args.metrics_bind_address or None)
+        startup = Startup(Metrics())
+        probes = ProbeServer(startup, args.health_probe_bind_address or None, args.metrics_bind_address or None)
         try:
             await probes.start()
         except (OSError, ValueError) as e:
             log.error("cannot serve probes/metrics: %s", e)
             return EXIT_FAILURE
         cleanup.push_async_callback(probes.stop)
+        identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        agent, timeout = f"{DEFAULT_USER_AGENT} ({identity})", args.request_timeout
+
+        async def in_cluster() -> KubeClient:
+            return KubeClient.in_cluster("host", request_timeout=timeout, user_agent=agent)
+
+        loaders: dict[str, Loader] = {
+            "virtual": lambda: KubeClient.from_kubeconfig(args.virtual_kubeconfig, "virtual", request_timeout=timeout,
+                                                          user_agent=agent, server=args.virtual_server),
+            "host": (lambda: KubeClient.from_kubeconfig(args.host_kubeconfig, "host", request_timeout=timeout,
+                                                        user_agent=agent)) if args.host_kubeconfig else in_cluster}
+        in_force: list[Policy | None] = [policy]  # the policy in force, for the syncer of each start
         if policy is not None:
             from syncer.config.reload import watch_policy
-            reload = asyncio.create_task(watch_policy(Path(args.policy), config, syncer.set_policy, stop,
-                                                      rejected=syncer.policy_rejected, in_force=policy.text))
+
+            def apply_policy(new: Policy) -> None:
+                in_force[0] = new
+                if startup.syncer is not None:
+                    startup.syncer.set_policy(new)
+                else:  # between two syncers: the next one starts with it
+                    startup.metrics.policy_reloads.labels("applied").inc()
+
+            reload = asyncio.create_task(watch_policy(
+                Path(args.policy), config, apply_policy, stop, in_force=policy.text,
+                rejected=lambda _: startup.metrics.policy_reloads.labels("invalid").inc()))
             cleanup.push_async_callback(_finish, reload)
-        log.info("runtimeclass-syncer %s: vcluster %r, host namespace %r, runtime class sync %s, selector %r",
-                 __version__, args.vcluster_name, args.host_namespace,
-                 "enabled" if config.enabled else "disabled", str(config.selector) or "<everything>")
-        await syncer.run(stop, elector)
-    if syncer.lost_leadership:
-        log.error("exiting: leadership lost (a restart rejoins the election as a follower)")
-        return EXIT_FAILURE
+        while True:  # once, and again after a kubeconfig changed
+            clients = await startup.clients(loaders, stop)  # waits (probes served) until both can be used
+            if clients is None:
+                log.info("stopped while waiting for the cluster configurations")
+                return EXIT_OK
+            halt = asyncio.Event()  # stop, or a kubeconfig changed
+            async with contextlib.AsyncExitStack() as started:
+                virtual, host = clients["virtual"], clients["host"]
+                started.push_async_callback(virtual.close)
+                started.push_async_callback(host.close)
+                elector = None
+                if args.leader_elect:
+                    elector = LeaderElector(host, args.leader_election_namespace or args.host_namespace,
+                                            args.leader_election_id or f"runtimeclass-syncer-{args.vcluster_name}",
+                                            identity, lease_duration=args.lease_duration,
+                                            renew_deadline=args.renew_deadline, retry_period=args.retry_period)
+                syncer = Syncer(config, host, virtual, Options(vcluster_name=args.vcluster_name,
+                                                               host_namespace=args.host_namespace,
+                                                               pod_workers=args.pod_workers,
+                                                               token_lifetime=args.token_lifetime),
+                                metrics=startup.metrics, patcher=patcher, policy=in_force[0])
+                startup.syncer = syncer  # the probes report the syncer from now on
+                for task in (asyncio.create_task(watch_kubeconfigs(clients, halt)),
+                             asyncio.create_task(_relay(stop, halt))):
+                    started.push_async_callback(_finish, task)
+                log.info("runtimeclass-syncer %s: vcluster %r, host namespace %r, runtime class sync %s, selector %r",
+                         __version__, args.vcluster_name, args.host_namespace,
+                         "enabled" if config.enabled else "disabled", str(config.selector) or "<everything>")
+                await syncer.run(halt, elector)
+            startup.syncer = None
+            if syncer.lost_leadership:
+                log.error("exiting: leadership lost (a restart rejoins the election as a follower)")
+                return EXIT_FAILURE
+            if stop.is_set():
+                break
     log.info("stopped")
     return EXIT_OK
+
+
+async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
+    """Set `target` once `source` is set."""
+    await source.wait()
+    target.set()
 
 
 async def _policy_report(args: argparse.Namespace, config: SyncerConfig, policy: Policy) -> int:

@@ -104,3 +104,4 @@ def setup(fmt: str = "text", level: int = logging.INFO) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # a line per batch of file changes at info

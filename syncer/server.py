@@ -2,15 +2,38 @@
 
 `/healthz` is 200 while the syncer's loops run; `/readyz` is 200 once both clusters' caches are synced
 and the first full reconcile is done, else 503 with the reasons, one per line; `/metrics` is Prometheus
-text from the syncer's own registry.
+text from the syncer's own registry. What they report comes from a `Probed` object: the running syncer, or
+the process while it still waits for its clusters' configurations (syncer/startup.py), so the probes answer
+from the first second on.
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from syncer.manager import Syncer
+from syncer.metrics import Metrics
+
+
+class Probed(Protocol):
+    """What the probes ask (syncer.manager.Syncer, syncer.startup.Startup)."""
+
+    @property
+    def healthy(self) -> bool:
+        """/healthz: 200 when true."""
+
+    @property
+    def ready(self) -> bool:
+        """/readyz: 200 when true."""
+
+    @property
+    def metrics(self) -> Metrics:
+        """/metrics: this registry."""
+
+    def readiness_detail(self) -> list[str]:
+        """/readyz when not ready: the reasons, one per line."""
 
 
 def parse_bind_address(addr: str) -> tuple[str, int]:
@@ -28,7 +51,7 @@ def parse_bind_address(addr: str) -> tuple[str, int]:
 class ProbeServer:
     """Serves the probes and/or metrics of one syncer on the given addresses (same site if equal)."""
 
-    def __init__(self, syncer: Syncer, health_addr: str | None, metrics_addr: str | None) -> None:
+    def __init__(self, syncer: Probed, health_addr: str | None, metrics_addr: str | None) -> None:
         self.syncer = syncer
         self.health_addr = health_addr
         self.metrics_addr = metrics_addr

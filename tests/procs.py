@@ -13,8 +13,14 @@ REPO = Path(__file__).resolve().parent.parent
 class SyncerProcess:
     """A syncer subprocess whose stderr lines are collected as they come."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, user: int | None = None, env: dict[str, str] | None = None,
+                 python: str = sys.executable) -> None:
+        """`args` follow `run`; `user` runs it as that uid and gid (needs root), `env` replaces the environment,
+        `python` is the interpreter (this one by default)."""
         self.args = args
+        self.python = python
+        self.user = user
+        self.env = env
         self.lines: list[str] = []
         self._changed = asyncio.Event()
         self.proc: asyncio.subprocess.Process | None = None
@@ -22,8 +28,9 @@ class SyncerProcess:
 
     async def start(self) -> SyncerProcess:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "syncer", "run", *self.args, cwd=REPO,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+            self.python, "-m", "syncer", "run", *self.args, cwd=REPO, env=self.env,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            user=self.user, group=self.user, extra_groups=[] if self.user is not None else None)
         self._reader = asyncio.create_task(self._read())
         return self
 

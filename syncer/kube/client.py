@@ -16,7 +16,10 @@ one exception type and can log the verb, resource and cluster it came from.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
+import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -24,8 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
+from kubernetes_asyncio.config.kube_config import KubeConfigLoader
 
 from syncer import __version__
 from syncer.kube import jsonutil
@@ -100,6 +106,68 @@ class ApiError(Exception):
         return self.status in TRANSIENT_STATUSES
 
 
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # where the kubelet mounts them
+SERVICE_ACCOUNT_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+
+
+class KubeconfigError(Exception):
+    """A cluster's client configuration cannot be used (yet): a kubeconfig file missing, unreadable or
+    invalid, or the pod's service-account files missing.
+
+    Attributes:
+        source: what was read, for logs and `/readyz` (`the virtual kubeconfig /data/vcluster/admin.conf`).
+        reason: why it cannot be used (`no such file`, `[Errno 13] Permission denied`,
+            `not a kubeconfig: ...`).
+    """
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+def _os_reason(e: OSError, with_file: bool = False) -> str:
+    """`no such file`, or `[Errno 13] Permission denied` (with the file's name when it is another file)."""
+    if isinstance(e, FileNotFoundError) and e.strerror == os.strerror(errno.ENOENT):
+        text = "no such file"
+    else:  # also tempfile's `No usable temporary directory found in [...]` (embedded certificates are written out)
+        text = f"[Errno {e.errno}] {e.strerror}" if e.errno is not None else str(e)
+    return f"{e.filename}: {text}" if with_file and e.filename else text
+
+
+def _api_client(source: str, cfg: k8s_client.Configuration) -> k8s_client.ApiClient:
+    """The library's client for `cfg`; it reads the CA certificate and the client certificate and key now.
+    Raises KubeconfigError naming `source` when one cannot be read or is not PEM."""
+    try:
+        return k8s_client.ApiClient(configuration=cfg)
+    except ssl.SSLError as e:
+        raise KubeconfigError(source, f"not a usable kubeconfig: a certificate or key cannot be loaded: "
+                                      f"{e.reason or e}") from e
+    except OSError as e:
+        raise KubeconfigError(source, _os_reason(e, with_file=True)) from e
+
+
+def _read_kubeconfig(source: str, path: str) -> tuple[bytes, dict[str, Any], str]:
+    """A kubeconfig file's bytes, its YAML document and the folder its relative paths start from. Raises
+    KubeconfigError naming `source`."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise KubeconfigError(source, _os_reason(e)) from e
+    try:
+        doc = yaml.safe_load(raw)
+    except yaml.YAMLError as e:  # where and what only: the parser's excerpt of the file may hold a key or token
+        mark, problem = getattr(e, "problem_mark", None), getattr(e, "problem", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise KubeconfigError(source, f"not a kubeconfig: YAML error{where}: {problem or type(e).__name__}") from e
+    if doc is None:
+        raise KubeconfigError(source, "not a kubeconfig: the file is empty")
+    if not isinstance(doc, dict):
+        raise KubeconfigError(source, f"not a kubeconfig: a YAML {type(doc).__name__}, not a mapping")
+    return raw, doc, os.path.dirname(os.path.abspath(path))
+
+
 TRANSIENT_STATUSES = (0, 409, 429, 500, 502, 503, 504)  # no response, conflict, throttled, server trouble
 PERSISTENT_RETRIES = 5  # a transient failure is logged at warning from this retry on (info before)
 
@@ -119,6 +187,9 @@ class KubeClient:
         api: a kubernetes-asyncio ApiClient configured for the cluster.
         cluster: a name for logs and errors ("host", "virtual").
         request_timeout: seconds before a non-watch request is abandoned (ApiError status 0).
+    Attributes:
+        kubeconfig: (path, the bytes read) when built by `from_kubeconfig`, else None: what
+            syncer.startup.watch_kubeconfigs compares the file with later.
     """
 
     def __init__(self, api: k8s_client.ApiClient, cluster: str, request_timeout: float = 30.0,
@@ -133,6 +204,7 @@ class KubeClient:
         self._proxy = proxy_for(self._base, cfg.proxy)
         self._proxy_headers = cfg.proxy_headers or None
         self._server_hostname = cfg.tls_server_name or None
+        self.kubeconfig: tuple[str, bytes] | None = None
         # The library's pool (its TLS settings and connection limit) without its per-request env lookups
         self._session = aiohttp.ClientSession(connector=api.rest_client.pool_manager.connector,
                                               connector_owner=False, trust_env=False, read_bufsize=2 ** 21)
@@ -143,28 +215,56 @@ class KubeClient:
                               server: str | None = None) -> KubeClient:
         """Build a client from a kubeconfig file (its current context unless `context` is given); `server`, when
         given, replaces the cluster's `server` URL (the CA and credentials stay, as with kubectl's --server).
+        Paths in it (`certificate-authority`, `client-certificate`, `tokenFile`) are relative to the file's
+        folder, as kubectl reads them.
 
         Raises:
-            kubernetes_asyncio.config.ConfigException: the file is missing or unusable.
+            KubeconfigError: the file is missing, unreadable, not a kubeconfig, or unusable (a referenced
+                file missing, no such context); `source` is `the <cluster> kubeconfig <path>`.
         """
+        source = f"the {cluster} kubeconfig {path}"
+        raw, doc, folder = _read_kubeconfig(source, path)
         cfg = k8s_client.Configuration()
-        await k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
-                                          persist_config=False)
+        try:
+            loader = KubeConfigLoader(config_dict=doc, active_context=context, config_base_path=folder)
+            await loader.load_and_set(cfg)
+        except OSError as e:
+            raise KubeconfigError(source, _os_reason(e, with_file=True)) from e
+        except Exception as e:  # the library's ConfigException, and its asserts and lookups on odd shapes
+            raise KubeconfigError(source, f"not a usable kubeconfig: {e or type(e).__name__}") from e
         if server:
             cfg.host = server.rstrip("/")
-        return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout, user_agent)
+        client = cls(_api_client(source, cfg), cluster, request_timeout, user_agent)
+        client.kubeconfig = (path, raw)
+        return client
 
     @classmethod
-    def in_cluster(cls, cluster: str, request_timeout: float = 30.0,
-                   user_agent: str = DEFAULT_USER_AGENT) -> KubeClient:
-        """Build a client from the pod's service account (KUBERNETES_SERVICE_HOST, mounted token).
+    def in_cluster(cls, cluster: str, request_timeout: float = 30.0, user_agent: str = DEFAULT_USER_AGENT, *,
+                   token_file: str = SERVICE_ACCOUNT_TOKEN, ca_file: str = SERVICE_ACCOUNT_CA) -> KubeClient:
+        """Build a client from the pod's service account: `KUBERNETES_SERVICE_HOST`/`_PORT` and the token and
+        CA certificate the kubelet mounts (client-go's `rest.InClusterConfig`, k8s.io/client-go/rest/config.go).
+        The token file is read again every minute, so a rotated projected token is picked up.
 
         Raises:
-            kubernetes_asyncio.config.ConfigException: not running in a pod.
+            KubeconfigError: not in a pod (the variables are unset), or a file missing, unreadable or empty;
+                `source` is `the <cluster> cluster's service account`.
         """
+        source = f"the {cluster} cluster's service account"
+        for name in (token_file, ca_file):
+            try:
+                with open(name, "rb") as f:
+                    if not f.read(1):
+                        raise KubeconfigError(source, f"{name}: the file is empty")
+            except OSError as e:
+                raise KubeconfigError(source, f"{name}: {_os_reason(e)}") from e
         cfg = k8s_client.Configuration()
-        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout, user_agent)
+        try:
+            InClusterConfigLoader(token_filename=token_file, cert_filename=ca_file).load_and_set(cfg)
+        except OSError as e:
+            raise KubeconfigError(source, _os_reason(e, with_file=True)) from e
+        except k8s_config.ConfigException as e:
+            raise KubeconfigError(source, str(e)) from e
+        return cls(_api_client(source, cfg), cluster, request_timeout, user_agent)
 
     async def close(self) -> None:
         """Close the connection pool."""

@@ -12,14 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import cast
 
 from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
+from kubernetes_asyncio.leaderelection.resourcelock.baselock import BaseLock
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.resources import LEASES
 
 log = logging.getLogger(__name__)
+
+_NO_LOCK = object()  # stands in for the lock when only the timings are checked
+
+
+async def _nothing() -> None:
+    """A callback that does nothing (timing checks)."""
 
 
 class LeaderElector:
@@ -52,6 +60,19 @@ class LeaderElector:
             LeaseLock(name, namespace, identity, client.api), lease_duration=int(lease_duration),
             renew_deadline=renew_deadline, retry_period=retry_period,
             onstarted_leading=self._started, onstopped_leading=self._stopped)
+
+    @staticmethod
+    def check_timing(lease_duration: int, renew_deadline: float, retry_period: float) -> None:
+        """Check the timings as the library will (before any cluster is reached: a wrong flag is a
+        configuration error, not something to wait for).
+
+        Raises:
+            ValueError: inconsistent (the library's message, e.g. `lease_duration must be greater than
+                renew_deadline`).
+        """
+        electionconfig.Config(cast(BaseLock, _NO_LOCK), lease_duration=int(lease_duration),
+                              renew_deadline=renew_deadline, retry_period=retry_period,
+                              onstarted_leading=_nothing, onstopped_leading=_nothing)
 
     async def _started(self) -> None:
         log.info("%s became the leader (lease %s/%s)", self.identity, self.namespace, self.name)
