@@ -111,6 +111,20 @@ def test_annotations_merge_three_ways_and_derived_ones_go_neither_way() -> None:
         '{"a":"' + h("2") + '","b":"' + h("1") + '","sidecar.istio.io/status":"' + h("{}") + '"}')
 
 
+def test_a_host_pod_synced_before_the_object_host_annotations_gets_them() -> None:
+    # translate.go HostAnnotations writes object-host-name/-namespace on every sync and VirtualAnnotations never
+    # copies them back: a host pod an earlier version created without them gets them, and nothing comes back
+    v = vpod()
+    host = synced(v)
+    del host["metadata"]["annotations"]["vcluster.loft.sh/object-host-name"]
+    host["metadata"]["annotations"]["vcluster.loft.sh/object-host-namespace"] = "elsewhere"
+    plan = plan_update(synced(v), host, v, vcluster_name=VC)
+    assert plan.virtual_metadata is None
+    [op] = plan.host_ops
+    assert (op["value"]["vcluster.loft.sh/object-host-name"], op["value"]["vcluster.loft.sh/object-host-namespace"]) \
+        == ("web-x-team-x-vc", "vc-ns")
+
+
 def test_a_host_pod_without_a_base_takes_the_virtual_values_and_returns_nothing() -> None:
     # a host pod synced before the base existed: the virtual pod wins for its keys; host-only keys stay
     v = vpod({"app": "web"}, {"a": "1"})

@@ -248,6 +248,9 @@ def test_the_whole_host_pod_of_a_workload() -> None:
             "annotations": {
                 "note": "x", "vcluster.loft.sh/object-name": "web.v2", "vcluster.loft.sh/object-namespace": "team",
                 "vcluster.loft.sh/object-uid": "u-1", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
+                # vcluster's addHostAnnotations: the host object's own name and namespace
+                "vcluster.loft.sh/object-host-name": "web.v2-x-team-x-vc",
+                "vcluster.loft.sh/object-host-namespace": "vc-ns",
                 "runtimeclass-syncer.io/virtual-runtime-class": "gvisor",
                 "vcluster.loft.sh/name": "web.v2", "vcluster.loft.sh/namespace": "team", "vcluster.loft.sh/uid": "u-1",
                 "vcluster.loft.sh/service-account-name": "builder", "vcluster.loft.sh/labels": 'app="web"',
@@ -283,6 +286,7 @@ def test_a_forced_class_and_no_cluster_view() -> None:
     assert hpod["metadata"]["annotations"] == {
         "vcluster.loft.sh/object-name": "p", "vcluster.loft.sh/object-namespace": "ns",
         "vcluster.loft.sh/object-uid": "", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
+        "vcluster.loft.sh/object-host-name": "p-x-ns-x-vc", "vcluster.loft.sh/object-host-namespace": "h",
         "cluster-autoscaler.kubernetes.io/safe-to-evict": "false", "vcluster.loft.sh/labels": "",
         "runtimeclass-syncer.io/synced-annotations": "{}"}
     assert hpod["spec"] == {"hostname": "mine", "containers": [], "automountServiceAccountToken": False,

@@ -35,6 +35,7 @@ Obj = dict[str, Any]
 # Annotations the translation derives: they go to the host as translated, never come back, and are not merged.
 DERIVED_ANNOTATIONS = frozenset({
     translate.OBJECT_NAME, translate.OBJECT_NAMESPACE, translate.OBJECT_UID, translate.OBJECT_KIND,
+    translate.OBJECT_HOST_NAME, translate.OBJECT_HOST_NAMESPACE,
     translate.VIRTUAL_RUNTIME_CLASS, downward.NAME, downward.NAMESPACE, downward.UID, downward.SERVICE_ACCOUNT_NAME,
     downward.LABELS, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD, metadata.OWNER_REFERENCES,
     metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS, tokens.STATE_ANNOTATION})

@@ -26,6 +26,10 @@ OBJECT_NAME = "vcluster.loft.sh/object-name"
 OBJECT_NAMESPACE = "vcluster.loft.sh/object-namespace"
 OBJECT_UID = "vcluster.loft.sh/object-uid"
 OBJECT_KIND = "vcluster.loft.sh/object-kind"
+# the host object's own name and namespace, beside the other object-* annotations (vcluster's
+# `translate.HostNameAnnotation`, `HostNamespaceAnnotation`, written by `addHostAnnotations`)
+OBJECT_HOST_NAME = "vcluster.loft.sh/object-host-name"
+OBJECT_HOST_NAMESPACE = "vcluster.loft.sh/object-host-namespace"
 POD_KIND = "/v1, Kind=Pod"
 
 # Fields of a RuntimeClass that the invariant of behaviour.md section 2 compares.
@@ -175,7 +179,8 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
 
     - name `<pod>-x-<namespace>-x-<vcluster>` (safe_concat_name), in `host_namespace`;
     - labels: the pod's plus managed-by and namespace; annotations: the pod's plus object-name,
-      object-namespace, object-uid and object-kind;
+      object-namespace, object-uid, object-kind, object-host-name and object-host-namespace (vcluster's
+      `HostAnnotations`: the host pod's own name and namespace);
     - references to ConfigMaps, Secrets and PVCs rewritten to their host names
       (podtranslate.references; returned as the dependencies, in spec order);
     - spec: the virtual spec without what host admission sets or what names virtual-only objects:
@@ -197,8 +202,10 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     labels[NAMESPACE_LABEL] = meta["namespace"]
     own_annotations = meta.get("annotations") or {}
     annotations = dict(own_annotations)
+    hname = host_pod_name(meta["name"], meta["namespace"], vcluster_name)
     annotations.update({OBJECT_NAME: meta["name"], OBJECT_NAMESPACE: meta["namespace"],
-                        OBJECT_UID: meta.get("uid", ""), OBJECT_KIND: POD_KIND})
+                        OBJECT_UID: meta.get("uid", ""), OBJECT_KIND: POD_KIND,
+                        OBJECT_HOST_NAME: hname, OBJECT_HOST_NAMESPACE: host_namespace})
     annotations.update(metadata.owner_annotations(vpod, own_annotations))
     # the bases of the next three-way merge of labels and annotations (podtranslate/metadata.py)
     annotations[metadata.LABELS] = metadata.labels_annotation(meta.get("labels") or {})
@@ -257,8 +264,7 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
         env = environment.service_environment(cluster.services, vspec.get("enableServiceLinks") is not False,
                                               cluster.kube_ip)
         environment.add_environment(spec, env, cluster.kube_ip, opts.cluster_domain)
-    host_meta: Obj = {"name": host_pod_name(meta["name"], meta["namespace"], vcluster_name),
-                      "namespace": host_namespace, "labels": labels, "annotations": annotations}
+    host_meta: Obj = {"name": hname, "namespace": host_namespace, "labels": labels, "annotations": annotations}
     if owners:
         host_meta["ownerReferences"] = owners
     return {"apiVersion": "v1", "kind": "Pod", "metadata": host_meta, "spec": spec}, deps
