@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from syncer.kube.resources import NAMESPACES, PODS, SERVICES
+from syncer.kube.resources import EVENTS, NAMESPACES, PODS, SERVICES
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc_config, running_syncer
 from tests.test_pod_lifecycle import kubelet, running, virtual_pod
 from tests.test_pod_sync import hname, host_pods
@@ -191,3 +191,49 @@ async def test_a_host_without_pods_resize_skips_resizes_and_keeps_the_rest_in_sy
         await syncer.wait_idle()
     assert host(clusters, "web")["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "100m"}}
     assert caplog.text.count("does not serve pods/resize") == 1
+
+
+async def test_the_whole_host_status_reaches_the_virtual_pod(clusters: Clusters) -> None:
+    # vcluster's DesiredVirtualStatus copies the host status whole but qosClass: the generation the host kubelet
+    # observed, and the node a host scheduler nominated for a preempting pod (Kubernetes 1.34 keeps
+    # observedGeneration, kubesim/features.py)
+    clusters.virtual_server.minor = clusters.host_server.minor = 34
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        status = {"observedGeneration": 1, "nominatedNodeName": "node-b", "phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "observedGeneration": 1}]}
+        await clusters.host.patch(PODS, hname("web"), {"status": status}, HOST_NS, subresource="status")
+        await eventually(lambda: vstored(clusters, "web")["status"].get("nominatedNodeName") == "node-b",
+                         "the nominated node on the virtual pod")
+        vs = vstored(clusters, "web")["status"]
+        assert (vs["observedGeneration"], vs["conditions"]) == (1, status["conditions"])
+        await clusters.host.patch(PODS, hname("web"), {"status": {"nominatedNodeName": None}}, HOST_NS,
+                                  subresource="status")
+        await eventually(lambda: "nominatedNodeName" not in vstored(clusters, "web")["status"],
+                         "the nomination gone from the virtual pod too")
+
+
+async def test_pod_level_resources_a_host_drops_are_reported(clusters: Clusters) -> None:
+    # a 1.33 host (PodLevelResources off by default) drops spec.resources silently (dropDisabledPodLevelResources):
+    # the host pod is the one vcluster would create (its translator drops the field below 1.34), and the tenant is
+    # told; a 1.34 host keeps the pod's budget
+    from tests.test_pod_sync import warnings_for
+    resources = {"limits": {"cpu": "1", "memory": "1Gi"}}
+    clusters.virtual_server.minor, clusters.host_server.minor = 34, 33
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("old-host", resources=resources), "default")
+        hp = (await host_pods(clusters, lambda o: hname("old-host") in o, "on the host"))[hname("old-host")]
+        assert "resources" not in hp["spec"]
+        [event] = await warnings_for(clusters, "old-host")
+        assert (event["reason"], event["message"]) == ("SyncWarning", (
+            f'host pod "{HOST_NS}/old-host-x-default-x-test" of pod "old-host" has no pod-level resources: the host '
+            "API server dropped spec.resources (its PodLevelResources feature gate is off, the default before "
+            "Kubernetes 1.34), so only the containers' own resources apply"))
+        clusters.host_server.minor = 34
+        await clusters.virtual.create(PODS, pod("new-host", resources=resources), "default")
+        hp = (await host_pods(clusters, lambda o: hname("new-host") in o, "on the host"))[hname("new-host")]
+        assert hp["spec"]["resources"] == resources
+        await syncer.wait_idle()
+    events = (await clusters.virtual.list(EVENTS, "default"))["items"]
+    assert [e["involvedObject"]["name"] for e in events if e["type"] == "Warning"] == ["old-host"]

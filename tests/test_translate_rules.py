@@ -100,14 +100,19 @@ def test_status_is_copied_field_by_field_and_removed_fields_are_nulled() -> None
     hpod = {"status": {"phase": "Running", "podIP": "10.0.0.7", "hostIP": "192.168.0.2", "qosClass": "Guaranteed",
                        "nominatedNodeName": "n1"}}
     vpod = {"status": {"phase": "Pending", "qosClass": "Burstable", "message": "old"}}
-    # vcluster translate/diff.go DesiredVirtualStatus: the virtual QoS class is kept (immutable since 1.32)
+    # vcluster translate/diff.go DesiredVirtualStatus: the host status as a whole (nominatedNodeName included), the
+    # virtual QoS class kept (immutable since 1.32)
     assert status_update(hpod, vpod) == {"status": {"phase": "Running", "podIP": "10.0.0.7",
-                                                    "hostIP": "192.168.0.2", "message": None}}
+                                                    "hostIP": "192.168.0.2", "nominatedNodeName": "n1",
+                                                    "message": None}}
     assert status_update({"status": {"phase": "Running"}}, {"status": {"phase": "Running"}}) is None
     assert status_update({}, {}) is None
-    every = {"phase": "p", "conditions": [], "containerStatuses": [], "initContainerStatuses": [],
-             "ephemeralContainerStatuses": [], "podIP": "i", "podIPs": [], "hostIP": "h", "hostIPs": [],
-             "startTime": "t", "reason": "r", "message": "m"}
+    # every field of Kubernetes 1.34's core/v1 PodStatus but qosClass (k8s.io/api core/v1 types.go)
+    every = {"observedGeneration": 3, "phase": "p", "conditions": [], "message": "m", "reason": "r",
+             "nominatedNodeName": "n", "hostIP": "h", "hostIPs": [], "podIP": "i", "podIPs": [], "startTime": "t",
+             "initContainerStatuses": [], "containerStatuses": [], "ephemeralContainerStatuses": [],
+             "resize": "InProgress", "resourceClaimStatuses": [],
+             "extendedResourceClaimStatus": {"requestMappings": [], "resourceClaimName": "c"}}
     assert status_update({"status": {**every, "qosClass": "Guaranteed"}}, {}) == {"status": every}
 
 

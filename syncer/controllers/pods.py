@@ -28,7 +28,7 @@ from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
 from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens
-from syncer.controllers.podtranslate import tokens
+from syncer.controllers.podtranslate import affinity, tokens
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency
 from syncer.controllers.refusal import Refusal
@@ -407,11 +407,34 @@ class PodReconciler:
         created = await self._create_host(vpod, desired, resolution.runtime_class)
         if secret is not None and created is not None:
             await self.tokens.own(secret, created)
+        if created is not None:
+            await self._warn_translated(vpod, desired, created)
         if created is not None and default:
             self.metrics.pods_defaulted.labels(default).inc()
             await self.recorder.record(PODS, vpod, "Normal", policy.DEFAULTED_REASON,
                                        policy.defaulted_message(vpod["metadata"]["name"], default), ACTION)
         return None
+
+    async def _warn_translated(self, vpod: Obj, desired: Obj, created: Obj) -> None:
+        """Once per host pod created, a `SyncWarning` on the virtual pod for what of it the host pod does not have:
+        - an affinity term's `namespaceSelector` ignored (it has `namespaces` too), in vcluster's words
+          (`translatePodAffinityTerm`; vcluster warns on each translation, before the create);
+        - pod-level `spec.resources` the host API server dropped: its PodLevelResources feature gate is off (the
+          default before Kubernetes 1.34; `dropDisabledPodLevelResources` drops the field silently). vcluster drops
+          it itself for a host older than 1.34 and says nothing."""
+        name = vpod["metadata"]["name"]
+        if not self.options.virtual_scheduler and affinity.ignored_namespace_selectors(vpod.get("spec") or {}):
+            log.info("the namespaceSelector of pod %s/%s's affinity terms that also name namespaces is ignored",
+                     vpod["metadata"]["namespace"], name)
+            await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", affinity.IGNORED_NAMESPACE_SELECTOR,
+                                       ACTION)
+        if (desired.get("spec") or {}).get("resources") and not (created.get("spec") or {}).get("resources"):
+            message = (f'host pod "{self.host_namespace}/{created["metadata"]["name"]}" of pod "{name}" has no '
+                       "pod-level resources: the host API server dropped spec.resources (its PodLevelResources "
+                       "feature gate is off, the default before Kubernetes 1.34), so only the containers' own "
+                       "resources apply")
+            log.warning("%s", message)
+            await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
 
     # ------------------------------------------------------------------ dependencies (section 3.1)
 

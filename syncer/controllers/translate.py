@@ -123,12 +123,12 @@ def runtime_class_view(rc: Obj) -> Obj:
 # The host pod remembers the virtual pod's own runtimeClassName (it may differ when
 # sync.toHost.pods.runtimeClassName forces one), so the gate can be judged after the virtual pod is gone.
 VIRTUAL_RUNTIME_CLASS = "runtimeclass-syncer.io/virtual-runtime-class"
-# Pod status fields copied host -> virtual (issue: pod lifecycle). Not `qosClass`: the virtual API server
+# Pod status fields kept virtual; every other field of the host pod's status is copied host -> virtual, as
+# vcluster's `DesiredVirtualStatus` (translate/diff.go) copies the whole host status: `observedGeneration`,
+# `nominatedNodeName` and fields newer Kubernetes versions add included. Not `qosClass`: the virtual API server
 # computed its own when the pod was created, and from Kubernetes 1.32 refuses a status write that changes it
-# (a host LimitRange can make the host's differ); vcluster keeps the virtual one too (translate/diff.go,
-# DesiredVirtualStatus).
-STATUS_FIELDS = ("phase", "conditions", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
-                 "podIP", "podIPs", "hostIP", "hostIPs", "startTime", "reason", "message", "resourceClaimStatuses")
+# (a host LimitRange can make the host's differ); vcluster keeps the virtual one too.
+VIRTUAL_STATUS_FIELDS = ("qosClass",)
 
 
 @dataclass(frozen=True)
@@ -293,7 +293,8 @@ def virtual_claim_name(host_name: str, namespace: str, vcluster_name: str) -> st
 
 def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
     """A merge patch for the virtual pod's status subresource that copies the host pod's status
-    fields (STATUS_FIELDS; a field the host no longer has is removed), or None when they are equal. The
+    (every field but VIRTUAL_STATUS_FIELDS; a field the host no longer has is removed), or None when they are
+    equal. The
     conditions of the pod's readiness gates stay the virtual pod's (a controller in the virtual cluster sets
     them; they go the other way, podupdate.py), and the statuses of containers the virtual pod does not have (a
     host webhook's sidecar) are left out, as vcluster's `stripInjectedSidecarContainers` does. With `vcluster_name`,
@@ -316,7 +317,8 @@ def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
         own = [c for c in vs.get("conditions") or [] if isinstance(c, dict) and c.get("type") in gates]
         hs["conditions"] = [c for c in hs.get("conditions") or [] if isinstance(c, dict)
                             and c.get("type") not in gates] + own or None
-    patch = {f: hs.get(f) for f in STATUS_FIELDS if hs.get(f) != vs.get(f)}
+    fields = sorted((set(hs) | set(vs)) - set(VIRTUAL_STATUS_FIELDS))
+    patch = {f: hs.get(f) for f in fields if hs.get(f) != vs.get(f)}
     return {"status": patch} if patch else None
 
 
