@@ -237,3 +237,27 @@ async def test_pod_level_resources_a_host_drops_are_reported(clusters: Clusters)
         await syncer.wait_idle()
     events = (await clusters.virtual.list(EVENTS, "default"))["items"]
     assert [e["involvedObject"]["name"] for e in events if e["type"] == "Warning"] == ["old-host"]
+
+
+async def test_an_enforced_toleration_with_an_empty_value_is_on_the_host_pod_once(clusters: Clusters) -> None:
+    # enforceTolerations `dedicated=:NoSchedule` (value ""): vcluster's hasToleration compares with
+    # apiequality.Semantic, for which the API server's copy without the value is the same toleration. It is added
+    # once whether the tenant's pod has it or not, and the updates after it do not add it again
+    doc = rc_config()
+    doc["sync"]["toHost"] = {"pods": {"enforceTolerations": ["dedicated=:NoSchedule"]}}
+    own = {"key": "dedicated", "operator": "Equal", "effect": "NoSchedule"}  # as the virtual API server returns it
+
+    def dedicated(name: str) -> list[Obj]:
+        return [t for t in host(clusters, name)["spec"].get("tolerations") or [] if t.get("key") == "dedicated"]
+
+    async with running_syncer(clusters, doc) as syncer:
+        await clusters.virtual.create(PODS, pod("own", tolerations=[own]), "default")
+        await clusters.virtual.create(PODS, pod("plain"), "default")
+        await host_pods(clusters, lambda o: hname("own") in o and hname("plain") in o, "both on the host")
+        assert dedicated("own") == dedicated("plain") == [own]
+        for name in ("own", "plain"):  # updates compare the host's tolerations with the translation again
+            await clusters.virtual.patch(PODS, name, {"metadata": {"labels": {"v": "2"}}}, "default")
+            await eventually(lambda n=name: host(clusters, n)["metadata"]["labels"].get("v") == "2",  # type: ignore
+                             "the label synced")
+        await syncer.wait_idle()
+        assert dedicated("own") == dedicated("plain") == [own]

@@ -232,6 +232,22 @@ def test_vclusters_toleration_sync_cases(virtual_tols: list[Obj], host_tols: lis
     assert all(t in got for t in host_tols)
 
 
+def test_an_enforced_toleration_with_an_empty_value_is_not_added_again() -> None:
+    # `key=:Effect` parses to value "" (toleration.go ParseToleration); the API server stores and returns it without
+    # the value (omitempty), which apiequality.Semantic.DeepEqual sees as the same toleration: no write, no duplicate
+    opts = PodOptions.from_config(parse_config({"sync": {"toHost": {"pods": {
+        "enforceTolerations": ["dedicated=:NoSchedule"]}}}}))
+    stored = {"key": "dedicated", "operator": "Equal", "effect": "NoSchedule"}
+    for virtual_tols in ([], [stored]):
+        v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}], "tolerations": virtual_tols})
+        desired = host_pod(v, vcluster_name=VC, host_namespace="vc-ns", options=opts)
+        assert len(desired["spec"]["tolerations"]) == 1
+        host = copy.deepcopy(desired)
+        host["spec"]["tolerations"] = [stored, {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                               "effect": "NoExecute", "tolerationSeconds": 300}]
+        assert plan_update(desired, host, v, vcluster_name=VC).host_ops == []
+
+
 def test_pod_level_resources_are_kept_whatever_the_host_version() -> None:
     # translator_test.go TestPodResourcesTranslation drops spec.resources for a host older than 1.34; different
     # here (docs/vcluster-parity.md row 31): kept, and an older host says why it refuses the pod
