@@ -5,10 +5,9 @@ Source: kubernetes `pkg/features/kube_features.go` (the versioned defaults) and 
 (`dropDisabledPodLevelResources`, `dropDisabledPodStatusFields`). A field whose gate is off is not refused: the
 API server drops it silently before validation (unless the old object already uses it), and the request succeeds.
 
-| gate | off by default | on by default |
-|---|---|---|
-| `PodLevelResources` (pod `spec.resources`) | 1.32, 1.33 (alpha) | from 1.34 (beta) |
-| `PodObservedGenerationTracking` (pod `status.observedGeneration`, `status.conditions[].observedGeneration`) | 1.33 (alpha; the field does not exist before) | from 1.34 (beta) |
+- `PodLevelResources` (pod `spec.resources`): off in 1.32 and 1.33 (alpha), on from 1.34 (beta);
+- `PodObservedGenerationTracking` (pod `status.observedGeneration` and `status.conditions[].observedGeneration`):
+  off in 1.33 (alpha; the fields do not exist before), on from 1.34 (beta).
 """
 
 from __future__ import annotations

@@ -257,7 +257,32 @@ async def test_an_enforced_toleration_with_an_empty_value_is_on_the_host_pod_onc
         assert dedicated("own") == dedicated("plain") == [own]
         for name in ("own", "plain"):  # updates compare the host's tolerations with the translation again
             await clusters.virtual.patch(PODS, name, {"metadata": {"labels": {"v": "2"}}}, "default")
-            await eventually(lambda n=name: host(clusters, n)["metadata"]["labels"].get("v") == "2",  # type: ignore
-                             "the label synced")
+        await eventually(lambda: all(host(clusters, n)["metadata"]["labels"].get("v") == "2" for n in ("own", "plain")),
+                         "the labels synced")
         await syncer.wait_idle()
         assert dedicated("own") == dedicated("plain") == [own]
+
+
+async def test_a_label_the_tenant_changed_stays_when_the_host_removed_it_meanwhile(clusters: Clusters) -> None:
+    # both sides changed `tier` since the last sync (here while the syncer was down): the tenant's value wins, on
+    # both pods, and the virtual pod never loses the label on the way (a Service or ReplicaSet selecting it would
+    # lose the pod, and the ReplicaSet would start another)
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"app": "web", "tier": "a"}}}, "default")
+        await host_pods(clusters, lambda o: (o.get(hname("web")) or {}).get("metadata", {}).get("labels", {}).get(
+            "tier") == "a", "tier on the host")
+        await syncer.wait_idle()
+    await clusters.host.patch(PODS, hname("web"), {"metadata": {"labels": {"tier": None}}}, HOST_NS)
+    changed = await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "b"}}}, "default")
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await eventually(lambda: host(clusters, "web")["metadata"]["labels"].get("tier") == "b",
+                         "the tenant's tier on the host")
+        await syncer.wait_idle()
+    watcher, since = clusters.virtual_server.storage.subscribe(PODS, "default", lambda o: True,
+                                                               int(changed["metadata"]["resourceVersion"]))
+    clusters.virtual_server.storage.unsubscribe(watcher)
+    seen = [c.obj["metadata"]["labels"] for c in since if c.obj["metadata"]["name"] == "web"]
+    assert all(labels == {"app": "web", "tier": "b"} for labels in seen), seen
+    assert vstored(clusters, "web")["metadata"]["labels"] == {"app": "web", "tier": "b"}
+    assert host(clusters, "web")["metadata"]["annotations"]["vcluster.loft.sh/labels"] == 'app="web"\ntier="b"'

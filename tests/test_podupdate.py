@@ -357,6 +357,18 @@ def test_when_both_sides_change_a_label_the_virtual_pod_wins() -> None:
     assert plan.host_ops[0]["value"]["tier"] == "virtual"
 
 
+def test_a_label_the_tenant_changed_is_kept_when_the_host_removed_it() -> None:
+    # both sides moved from the base: the virtual pod wins (as when both change it), so the label is not taken
+    # from the virtual pod because the host dropped it
+    before = vpod({"app": "web", "tier": "a"})
+    host = synced(before)
+    del host["metadata"]["labels"]["tier"]
+    after = vpod({"app": "web", "tier": "b"})
+    plan = plan_update(synced(after), host, after, vcluster_name=VC)
+    assert plan.virtual_metadata is None
+    assert plan.host_ops[0]["value"]["tier"] == "b"
+
+
 def test_label_values_with_an_equals_sign_survive_the_base() -> None:
     v = vpod({"expr": "a=b"})
     host = synced(v)
