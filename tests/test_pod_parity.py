@@ -214,6 +214,26 @@ async def test_the_whole_host_status_reaches_the_virtual_pod(clusters: Clusters)
                          "the nomination gone from the virtual pod too")
 
 
+async def test_an_older_virtual_server_drops_the_observed_generation_and_nothing_loops(clusters: Clusters) -> None:
+    # vcluster keeps the virtual observedGeneration for a virtual server older than 1.34 (DesiredVirtualStatus);
+    # here the host's is written and the 1.33 server drops it itself: the same stored pod, and a write that
+    # changes nothing takes no new resourceVersion, so no watch event brings the pod back
+    clusters.virtual_server.minor, clusters.host_server.minor = 33, 34
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await clusters.host.patch(PODS, hname("web"), {"status": {"observedGeneration": 1, "phase": "Running"}},
+                                  HOST_NS, subresource="status")
+        await eventually(lambda: vstored(clusters, "web")["status"]["phase"] == "Running", "Running")
+        await syncer.wait_idle()
+        rv = vstored(clusters, "web")["metadata"]["resourceVersion"]
+        await clusters.host.patch(PODS, hname("web"), {"metadata": {"labels": {"a": "b"}}}, HOST_NS)
+        await eventually(lambda: vstored(clusters, "web")["metadata"].get("labels") == {"a": "b"}, "the label back")
+        await syncer.wait_idle()
+        assert "observedGeneration" not in vstored(clusters, "web")["status"]
+        assert int(vstored(clusters, "web")["metadata"]["resourceVersion"]) == int(rv) + 1  # the label only
+
+
 async def test_pod_level_resources_a_host_drops_are_reported(clusters: Clusters) -> None:
     # a 1.33 host (PodLevelResources off by default) drops spec.resources silently (dropDisabledPodLevelResources):
     # the host pod is the one vcluster would create (its translator drops the field below 1.34), and the tenant is

@@ -249,20 +249,21 @@ def test_an_enforced_toleration_with_an_empty_value_is_not_added_again() -> None
 
 
 def test_pod_level_resources_are_kept_whatever_the_host_version() -> None:
-    # translator_test.go TestPodResourcesTranslation drops spec.resources for a host older than 1.34; different
-    # here (docs/vcluster-parity.md row 31): kept, and an older host says why it refuses the pod
+    # translator_test.go TestPodResourcesTranslation drops spec.resources for a host older than 1.34; here the field
+    # is sent and the host decides (docs/vcluster-parity.md row 31): one with PodLevelResources off, the default
+    # before 1.34, drops it itself, and the tenant is told (tests/test_pod_parity.py)
     resources = {"limits": {"cpu": "1", "memory": "1Gi"}}
     v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}], "resources": resources})
     assert synced(v)["spec"]["resources"] == resources
 
 
 def test_observed_generation_is_copied_as_the_host_has_it() -> None:
-    # diff.go DesiredVirtualStatus keeps the virtual value for a virtual server older than 1.34; different here
-    # (row 58): the host's is copied (an older server drops it; the cost is one no-op status write)
-    host = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
-                                                           "observedGeneration": 2}]}}
-    assert status_update(host, vpod(status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
-                         ) == {"status": {"conditions": [{"type": "Ready", "status": "True", "observedGeneration": 2}]}}
+    # diff_test.go TestDiffPodStatusObservedGeneration "v1.34" and "nil version": the host's observedGeneration 3,
+    # of the status and of its condition, reaches the virtual pod. Its "v1.33" case keeps the virtual 0: different
+    # here (row 58), the host's is written whatever the virtual server's version (an older one drops it itself)
+    host = {"status": {"observedGeneration": 3, "conditions": [{"type": "Ready", "status": "True",
+                                                                "observedGeneration": 3}]}}
+    assert status_update(host, vpod(status={})) == host
 
 
 def test_the_autoscaler_annotations_are_set_once_and_left_to_the_host() -> None:
