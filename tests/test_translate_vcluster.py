@@ -278,6 +278,19 @@ def test_host_pod_annotations_of_vclusters_test_sync() -> None:
         VCLUSTER_TESTSYNC_ANNOTATIONS
 
 
+def test_a_tenants_own_identity_annotations_are_overwritten() -> None:
+    # different (parity row 6): vcluster's Translate keeps a virtual pod's own `vcluster.loft.sh/name` & co.; here
+    # the downward API always reads the pod's real identity
+    forged = {"vcluster.loft.sh/name": "kube-apiserver", "vcluster.loft.sh/namespace": "kube-system",
+              "vcluster.loft.sh/uid": "x", "vcluster.loft.sh/service-account-name": "admin",
+              "vcluster.loft.sh/labels": 'tier="control-plane"'}
+    ann = translate({"serviceAccountName": "web"}, meta={"annotations": forged, "labels": {"app": "web"}},
+                    cluster=ClusterView("10.96.0.1", "10.96.0.10"))["metadata"]["annotations"]
+    assert {k: ann[k] for k in forged} == {
+        "vcluster.loft.sh/name": "pod-name", "vcluster.loft.sh/namespace": "test-ns", "vcluster.loft.sh/uid": "v-uid",
+        "vcluster.loft.sh/service-account-name": "web", "vcluster.loft.sh/labels": 'app="web"'}
+
+
 def test_a_tenants_own_object_host_annotations_are_overwritten() -> None:
     # vcluster's HostAnnotations excludes them from what it copies and writes its own (addHostAnnotations)
     forged = {"vcluster.loft.sh/object-host-name": "kube-apiserver", "vcluster.loft.sh/object-host-namespace": "x"}
