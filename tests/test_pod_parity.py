@@ -70,8 +70,9 @@ async def test_a_readiness_gate_set_in_the_virtual_cluster_makes_the_pod_ready(c
         await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
             *vp["status"]["conditions"], {"type": "example.com/lb", "status": "True"}]}}, "default",
             subresource="status")
+        # the status write alone wakes the pod (not a recheck 10 s later)
         await eventually(lambda: condition(vstored(clusters, "web"), "Ready").get("status") == "True",
-                         "web Ready once its gate is True")
+                         "web Ready once its gate is True", timeout=5)
     assert condition(host(clusters, "web"), "example.com/lb")["status"] == "True"
     assert condition(vstored(clusters, "web"), "example.com/lb")["status"] == "True"
 

@@ -114,12 +114,25 @@ def _labels_changed(old: Cached, new: Cached) -> bool:
     return bool(cached_field(old, "metadata").get("labels") != cached_field(new, "metadata").get("labels"))
 
 
+def _gate_conditions(pod: Cached) -> list[Any]:
+    """The conditions of a virtual pod's readiness-gate types (a controller in the virtual cluster writes them to
+    the status; they go to the host pod, where the kubelet reads them)."""
+    gates = (cached_field(pod, "spec") or {}).get("readinessGates")
+    if not isinstance(gates, list) or not gates:
+        return []
+    types = {g.get("conditionType") for g in gates if isinstance(g, dict)}
+    conditions = (cached_field(pod, "status") or {}).get("conditions")
+    return [c for c in conditions or [] if isinstance(c, dict) and c.get("type") in types]
+
+
 def _pod_changed(old: Cached, new: Cached) -> bool:
-    """A virtual pod change the pod reconciler must look at (not just a status write)."""
+    """A virtual pod change the pod reconciler must look at: not a status write, unless it changes a
+    readiness-gate condition."""
     # metadata besides identity is packed: labels, annotations (and owners, finalizers) compare encoded
     return (not field_equal(old, new, "spec") or not rest_equal(old, new, "metadata")
             or any(sub_field(old, "metadata", k) != sub_field(new, "metadata", k)
-                   for k in ("deletionTimestamp", "uid")))
+                   for k in ("deletionTimestamp", "uid"))
+            or (not field_equal(old, new, "status") and _gate_conditions(old) != _gate_conditions(new)))
 
 
 @dataclass
