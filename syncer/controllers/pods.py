@@ -12,8 +12,10 @@ reconciler's only I/O besides the writes), in a pod annotation or a host Secret 
 
 A refusal is a Warning `SyncWarning` event on the virtual pod (repeats raise its count); nothing is
 written to the host. A host-side rejection (403/422/400, e.g. RuntimeClass admission) is a Warning
-`SyncError` event with the host's message and a retry with backoff. A host pod that does not carry
-this vcluster's managed-by label and object annotations is never touched.
+`SyncError` event with the host's message and a retry with backoff. What the host pod does not carry of the
+virtual pod (an affinity term's ignored namespaceSelector, pod-level resources the host dropped) is a
+`SyncWarning` once per host pod created. A host pod that does not carry this vcluster's managed-by label and
+object annotations is never touched.
 """
 
 from __future__ import annotations

@@ -292,9 +292,8 @@ def virtual_claim_name(host_name: str, namespace: str, vcluster_name: str) -> st
 
 
 def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
-    """A merge patch for the virtual pod's status subresource that copies the host pod's status
-    (every field but VIRTUAL_STATUS_FIELDS; a field the host no longer has is removed), or None when they are
-    equal. The
+    """A merge patch for the virtual pod's status subresource that copies the host pod's status (every field but
+    VIRTUAL_STATUS_FIELDS; a field the host no longer has is removed), or None when they are equal. The
     conditions of the pod's readiness gates stay the virtual pod's (a controller in the virtual cluster sets
     them; they go the other way, podupdate.py), and the statuses of containers the virtual pod does not have (a
     host webhook's sidecar) are left out, as vcluster's `stripInjectedSidecarContainers` does. With `vcluster_name`,
