@@ -52,6 +52,10 @@ def default_pod_spec(pod: Obj) -> None:
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
+    for t in spec.get("tolerations") or []:  # its string fields are `omitempty`: an empty one is not stored
+        if isinstance(t, dict):
+            for k in [k for k in ("key", "operator", "value", "effect") if t.get(k) == ""]:
+                del t[k]
     for c in spec.get("containers") or []:
         if isinstance(c, dict):
             c.setdefault("imagePullPolicy", "Always" if str(c.get("image", "")).endswith(":latest")

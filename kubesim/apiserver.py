@@ -32,7 +32,7 @@ import jsonpatch
 import yaml
 from aiohttp import web
 
-from kubesim import admission, fielderrors, openapi, tokens, validation
+from kubesim import admission, features, fielderrors, openapi, tokens, validation
 from kubesim.faults import FaultInjector
 from kubesim.status import StatusError, already_exists, conflict, invalid, not_found
 from kubesim.storage import Change, Expired, Obj, Storage, Watcher
@@ -155,12 +155,16 @@ class EmbeddedAPIServer:
         bookmark_interval: seconds between BOOKMARK events on watches that allow them.
         port: TCP port (0 = pick a free one; a restart keeps the port it got).
         token: when set, every request must carry `Authorization: Bearer <token>` (401 otherwise).
+        minor: the Kubernetes 1.x version reported by `/version`, and whose default feature gates decide which
+            pod fields are dropped silently (features.py: pod-level resources and observedGeneration before 1.34).
+            An attribute: a test may change it before the clients ask.
     """
 
     def __init__(self, name: str = "cluster", *, runtime_class_admission: bool = True,
                  history_size: int = 2000, bookmark_interval: float = 5.0, port: int = 0,
-                 token: str | None = None) -> None:
+                 token: str | None = None, minor: int = 32) -> None:
         self.name = name
+        self.minor = minor
         self.runtime_class_admission = runtime_class_admission
         self.bookmark_interval = bookmark_interval
         self.port = port
@@ -334,7 +338,7 @@ class EmbeddedAPIServer:
     async def _route(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
         if parts in (["version"],):
-            return _json_response({"major": "1", "minor": "32", "gitVersion": "v1.32.0-embedded",
+            return _json_response({"major": "1", "minor": str(self.minor), "gitVersion": f"v1.{self.minor}.0-embedded",
                                       "platform": "linux/amd64"})
         if parts[:2] == ["openapi", "v3"]:
             doc = openapi.root() if len(parts) == 2 else openapi.group_version("/".join(parts[2:]))
@@ -657,6 +661,8 @@ class EmbeddedAPIServer:
             meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
         if self.storage.get(res, ns, meta["name"]) is not None:
             raise already_exists(res, meta["name"])
+        if res == PODS:
+            features.drop_disabled_pod_fields(obj, None, self.minor)
         admission.validate_create(res, obj)
         if res == PODS:
             admission.default_pod(obj)
@@ -705,6 +711,7 @@ class EmbeddedAPIServer:
             new = copy.deepcopy(old)
             new["status"] = body.get("status")
             if res == PODS:
+                features.drop_disabled_pod_status_fields(new, old, self.minor)
                 errs = validation.validate_pod_status_update(new, old)
                 if errs:
                     raise invalid(res, name, errs)

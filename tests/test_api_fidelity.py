@@ -171,6 +171,32 @@ async def test_pod_update_rules(clusters: Clusters) -> None:
         assert (err.value.status, err.value.message) == (422, f'Pod "p" is invalid: {message}')
 
 
+@pytest.mark.parametrize(("minor", "kept"), [(32, False), (33, False), (34, True)])
+async def test_pod_level_resources_are_dropped_silently_before_1_34(clusters: Clusters, minor: int,
+                                                                     kept: bool) -> None:
+    # kube_features.go: PodLevelResources alpha (off) in 1.32 and 1.33, beta (on) from 1.34; pkg/api/pod/util.go
+    # dropDisabledPodLevelResources clears spec.resources of a new pod while it is off: the create succeeds
+    clusters.host_server.minor = minor
+    resources = {"limits": {"cpu": "1", "memory": "1Gi"}}
+    created = await clusters.host.create(PODS, with_spec(resources=resources), NS)
+    assert created["spec"].get("resources") == (resources if kept else None)
+    version = await clusters.host.api.call_api("/version", "GET", _preload_content=False)
+    assert (await version.json())["minor"] == str(minor)
+
+
+@pytest.mark.parametrize(("minor", "kept"), [(33, False), (34, True)])
+async def test_pod_observed_generation_is_dropped_silently_before_1_34(clusters: Clusters, minor: int,
+                                                                        kept: bool) -> None:
+    # kube_features.go: PodObservedGenerationTracking alpha (off) in 1.33, beta (on) from 1.34; pkg/api/pod/util.go
+    # dropDisabledPodStatusFields clears status.observedGeneration and the conditions' while it is off
+    clusters.host_server.minor = minor
+    await clusters.host.create(PODS, with_spec(), NS)
+    status = {"observedGeneration": 1, "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 1}]}
+    stored = await clusters.host.patch(PODS, "p", {"status": status}, NS, subresource="status")
+    got = {k: v for k, v in stored["status"].items() if k in ("observedGeneration", "conditions")}
+    assert got == (status if kept else {"conditions": [{"type": "Ready", "status": "True"}]})
+
+
 async def test_runtime_class_validation(clusters: Clusters) -> None:
     with pytest.raises(ApiError) as err:
         await clusters.host.create(RUNTIMECLASSES, rc("x", "run.sc"))

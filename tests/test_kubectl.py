@@ -61,3 +61,33 @@ async def test_runtimeclasses_and_pods_through_kubectl(clusters: Clusters) -> No
         await virtual_rc_names(clusters, lambda n: "mine" not in n and "kata-fc" in n, "mine deleted")
         out = await kubectl(vk, "get", "runtimeclasses", "-o", "name")
     assert sorted(out.split()) == ["runtimeclass.node.k8s.io/gvisor", "runtimeclass.node.k8s.io/kata-fc"]
+
+
+async def test_describe_pod_shows_an_ignored_namespace_selector_once(clusters: Clusters) -> None:
+    # vcluster's translatePodAffinityTerm: a term with both namespaces and a namespaceSelector keeps the namespaces
+    # and warns, in these words (translator_test.go TestPodAffinityTermsTranslation expectedEvents)
+    words = ("Inter-pod affinity rule(s) that use both .namespaces and .namespaceSelector fields in the same term are "
+             "not supported by vcluster yet. The .namespaceSelector fields of the unsupported affinity entries will "
+             "be ignored.")
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname",
+            "namespaces": ["data"], "namespaceSelector": {"matchLabels": {"team": "data"}}}
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("web", affinity={"podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}), "default")
+        hp = (await host_pods(clusters, lambda o: hname("web") in o, "web on the host"))[hname("web")]
+        [host_term] = hp["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert host_term["labelSelector"]["matchExpressions"] == [
+            {"key": "vcluster.loft.sh/namespace", "operator": "In", "values": ["data"]}]
+        [event] = await warnings_for(clusters, "web")
+        assert (event["reason"], event["message"], event["source"]["component"]) == ("SyncWarning", words,
+                                                                                     "pod-syncer")
+        # updates of the synced pod do not repeat it
+        await kubectl(clusters.virtual_kubeconfig, "label", "pod", "web", "tier=front")
+        await host_pods(clusters, lambda o: o[hname("web")]["metadata"]["labels"].get("tier") == "front",
+                        "the label on the host")
+        await syncer.wait_idle()
+        out = await kubectl(clusters.virtual_kubeconfig, "describe", "pod", "web")
+        assert re.search(r"Warning\s+SyncWarning\s+\S+\s+pod-syncer\s+" + re.escape(words), out), out
+        assert out.count("SyncWarning") == 1
+    [event] = await warnings_for(clusters, "web")
+    assert event["count"] == 1

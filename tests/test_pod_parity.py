@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from syncer.kube.resources import NAMESPACES, PODS, SERVICES
+from syncer.kube.resources import EVENTS, NAMESPACES, PODS, SERVICES
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc_config, running_syncer
 from tests.test_pod_lifecycle import kubelet, running, virtual_pod
 from tests.test_pod_sync import hname, host_pods
@@ -70,8 +70,9 @@ async def test_a_readiness_gate_set_in_the_virtual_cluster_makes_the_pod_ready(c
         await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
             *vp["status"]["conditions"], {"type": "example.com/lb", "status": "True"}]}}, "default",
             subresource="status")
+        # the status write alone wakes the pod (not a recheck 10 s later)
         await eventually(lambda: condition(vstored(clusters, "web"), "Ready").get("status") == "True",
-                         "web Ready once its gate is True")
+                         "web Ready once its gate is True", timeout=5)
     assert condition(host(clusters, "web"), "example.com/lb")["status"] == "True"
     assert condition(vstored(clusters, "web"), "example.com/lb")["status"] == "True"
 
@@ -191,3 +192,118 @@ async def test_a_host_without_pods_resize_skips_resizes_and_keeps_the_rest_in_sy
         await syncer.wait_idle()
     assert host(clusters, "web")["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "100m"}}
     assert caplog.text.count("does not serve pods/resize") == 1
+
+
+async def test_the_whole_host_status_reaches_the_virtual_pod(clusters: Clusters) -> None:
+    # vcluster's DesiredVirtualStatus copies the host status whole but qosClass: the generation the host kubelet
+    # observed, and the node a host scheduler nominated for a preempting pod (Kubernetes 1.34 keeps
+    # observedGeneration, kubesim/features.py)
+    clusters.virtual_server.minor = clusters.host_server.minor = 34
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        status = {"observedGeneration": 1, "nominatedNodeName": "node-b", "phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "observedGeneration": 1}]}
+        await clusters.host.patch(PODS, hname("web"), {"status": status}, HOST_NS, subresource="status")
+        await eventually(lambda: vstored(clusters, "web")["status"].get("nominatedNodeName") == "node-b",
+                         "the nominated node on the virtual pod")
+        vs = vstored(clusters, "web")["status"]
+        assert (vs["observedGeneration"], vs["conditions"]) == (1, status["conditions"])
+        await clusters.host.patch(PODS, hname("web"), {"status": {"nominatedNodeName": None}}, HOST_NS,
+                                  subresource="status")
+        await eventually(lambda: "nominatedNodeName" not in vstored(clusters, "web")["status"],
+                         "the nomination gone from the virtual pod too")
+
+
+async def test_an_older_virtual_server_drops_the_observed_generation_and_nothing_loops(clusters: Clusters) -> None:
+    # vcluster keeps the virtual observedGeneration for a virtual server older than 1.34 (DesiredVirtualStatus);
+    # here the host's is written and the 1.33 server drops it itself: the same stored pod, and a write that
+    # changes nothing takes no new resourceVersion, so no watch event brings the pod back
+    clusters.virtual_server.minor, clusters.host_server.minor = 33, 34
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await clusters.host.patch(PODS, hname("web"), {"status": {"observedGeneration": 1, "phase": "Running"}},
+                                  HOST_NS, subresource="status")
+        await eventually(lambda: vstored(clusters, "web")["status"]["phase"] == "Running", "Running")
+        await syncer.wait_idle()
+        rv = vstored(clusters, "web")["metadata"]["resourceVersion"]
+        await clusters.host.patch(PODS, hname("web"), {"metadata": {"labels": {"a": "b"}}}, HOST_NS)
+        await eventually(lambda: vstored(clusters, "web")["metadata"].get("labels") == {"a": "b"}, "the label back")
+        await syncer.wait_idle()
+        assert "observedGeneration" not in vstored(clusters, "web")["status"]
+        assert int(vstored(clusters, "web")["metadata"]["resourceVersion"]) == int(rv) + 1  # the label only
+
+
+async def test_pod_level_resources_a_host_drops_are_reported(clusters: Clusters) -> None:
+    # a 1.33 host (PodLevelResources off by default) drops spec.resources silently (dropDisabledPodLevelResources):
+    # the host pod is the one vcluster would create (its translator drops the field below 1.34), and the tenant is
+    # told; a 1.34 host keeps the pod's budget
+    from tests.test_pod_sync import warnings_for
+    resources = {"limits": {"cpu": "1", "memory": "1Gi"}}
+    clusters.virtual_server.minor, clusters.host_server.minor = 34, 33
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("old-host", resources=resources), "default")
+        hp = (await host_pods(clusters, lambda o: hname("old-host") in o, "on the host"))[hname("old-host")]
+        assert "resources" not in hp["spec"]
+        [event] = await warnings_for(clusters, "old-host")
+        assert (event["reason"], event["message"]) == ("SyncWarning", (
+            f'host pod "{HOST_NS}/old-host-x-default-x-test" of pod "old-host" has no pod-level resources: the host '
+            "API server dropped spec.resources (its PodLevelResources feature gate is off, the default before "
+            "Kubernetes 1.34), so only the containers' own resources apply"))
+        clusters.host_server.minor = 34
+        await clusters.virtual.create(PODS, pod("new-host", resources=resources), "default")
+        hp = (await host_pods(clusters, lambda o: hname("new-host") in o, "on the host"))[hname("new-host")]
+        assert hp["spec"]["resources"] == resources
+        await syncer.wait_idle()
+    events = (await clusters.virtual.list(EVENTS, "default"))["items"]
+    assert [e["involvedObject"]["name"] for e in events if e["type"] == "Warning"] == ["old-host"]
+
+
+async def test_an_enforced_toleration_with_an_empty_value_is_on_the_host_pod_once(clusters: Clusters) -> None:
+    # enforceTolerations `dedicated=:NoSchedule` (value ""): vcluster's hasToleration compares with
+    # apiequality.Semantic, for which the API server's copy without the value is the same toleration. It is added
+    # once whether the tenant's pod has it or not, and the updates after it do not add it again
+    doc = rc_config()
+    doc["sync"]["toHost"] = {"pods": {"enforceTolerations": ["dedicated=:NoSchedule"]}}
+    own = {"key": "dedicated", "operator": "Equal", "effect": "NoSchedule"}  # as the virtual API server returns it
+
+    def dedicated(name: str) -> list[Obj]:
+        return [t for t in host(clusters, name)["spec"].get("tolerations") or [] if t.get("key") == "dedicated"]
+
+    async with running_syncer(clusters, doc) as syncer:
+        await clusters.virtual.create(PODS, pod("own", tolerations=[own]), "default")
+        await clusters.virtual.create(PODS, pod("plain"), "default")
+        await host_pods(clusters, lambda o: hname("own") in o and hname("plain") in o, "both on the host")
+        assert dedicated("own") == dedicated("plain") == [own]
+        for name in ("own", "plain"):  # updates compare the host's tolerations with the translation again
+            await clusters.virtual.patch(PODS, name, {"metadata": {"labels": {"v": "2"}}}, "default")
+        await eventually(lambda: all(host(clusters, n)["metadata"]["labels"].get("v") == "2" for n in ("own", "plain")),
+                         "the labels synced")
+        await syncer.wait_idle()
+        assert dedicated("own") == dedicated("plain") == [own]
+
+
+async def test_a_label_the_tenant_changed_stays_when_the_host_removed_it_meanwhile(clusters: Clusters) -> None:
+    # both sides changed `tier` since the last sync (here while the syncer was down): the tenant's value wins, on
+    # both pods, and the virtual pod never loses the label on the way (a Service or ReplicaSet selecting it would
+    # lose the pod, and the ReplicaSet would start another)
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"app": "web", "tier": "a"}}}, "default")
+        await host_pods(clusters, lambda o: (o.get(hname("web")) or {}).get("metadata", {}).get("labels", {}).get(
+            "tier") == "a", "tier on the host")
+        await syncer.wait_idle()
+    await clusters.host.patch(PODS, hname("web"), {"metadata": {"labels": {"tier": None}}}, HOST_NS)
+    changed = await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "b"}}}, "default")
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await eventually(lambda: host(clusters, "web")["metadata"]["labels"].get("tier") == "b",
+                         "the tenant's tier on the host")
+        await syncer.wait_idle()
+    watcher, since = clusters.virtual_server.storage.subscribe(PODS, "default", lambda o: True,
+                                                               int(changed["metadata"]["resourceVersion"]))
+    clusters.virtual_server.storage.unsubscribe(watcher)
+    seen = [c.obj["metadata"]["labels"] for c in since if c.obj["metadata"]["name"] == "web"]
+    assert all(labels == {"app": "web", "tier": "b"} for labels in seen), seen
+    assert vstored(clusters, "web")["metadata"]["labels"] == {"app": "web", "tier": "b"}
+    assert host(clusters, "web")["metadata"]["annotations"]["vcluster.loft.sh/labels"] == 'app="web"\ntier="b"'

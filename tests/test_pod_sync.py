@@ -55,7 +55,10 @@ async def test_matching_class_syncs_with_translated_metadata(clusters: Clusters)
     assert ann["note"] == "x" and ann["vcluster.loft.sh/object-name"] == "web"
     assert ann["vcluster.loft.sh/object-namespace"] == "default"
     assert ann["vcluster.loft.sh/object-uid"] == vpod["metadata"]["uid"]
-    assert ann["vcluster.loft.sh/object-kind"]
+    assert ann["vcluster.loft.sh/object-kind"] == "/v1, Kind=Pod"
+    # vcluster's addHostAnnotations: the host pod's own name and namespace
+    assert (ann["vcluster.loft.sh/object-host-name"], ann["vcluster.loft.sh/object-host-namespace"]) == (
+        "web-x-default-x-test", HOST_NS)
     spec = hp["spec"]
     assert spec["runtimeClassName"] == "gvisor" and spec["overhead"] == {"cpu": "50m"}  # host admission ran
     # section 3.1: the host pod runs as the vcluster's workload service account, never with a host token

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kubesim.vcluster import safe_concat_name
+from syncer.controllers.podtranslate.affinity import ignored_namespace_selectors
 from syncer.controllers.translate import host_pod
 
 Obj = dict[str, Any]
@@ -41,7 +42,7 @@ CASES: list[tuple[str, Obj, Obj]] = [
     ("empty namespaceSelector and defined namespaces array",
      {"labelSelector": BASIC, "namespaces": [NS], "namespaceSelector": {}},
      {"labelSelector": {"matchLabels": {"random-key": "value", **MARKER}}}),
-    # vcluster also records a SyncWarning event here; the translation is the same
+    # vcluster also records a SyncWarning event here (test_the_cases_vcluster_warns_about); the translation is the same
     ("namespaces array specified together with the namespaceSelector",
      {"labelSelector": BASIC, "namespaces": [NS], "namespaceSelector": BASIC},
      {"labelSelector": {"matchLabels": {"random-key": "value", **MARKER}, "matchExpressions": [
@@ -79,6 +80,31 @@ CASES: list[tuple[str, Obj, Obj]] = [
 @pytest.mark.parametrize(("name", "term", "expected"), CASES, ids=[f"affinity{i}" for i in range(len(CASES))])
 def test_pod_affinity_terms(name: str, term: Obj, expected: Obj) -> None:
     assert translated(term) == expected, name
+
+
+# TestPodAffinityTermsTranslation's expectedEvents: only this case has one ("Warning SyncWarning Inter-pod affinity
+# rule(s) that use both .namespaces and .namespaceSelector ..."; the words are checked over HTTP in
+# tests/test_pod_parity.py)
+WARNED = {"namespaces array specified together with the namespaceSelector"}
+
+
+@pytest.mark.parametrize(("name", "term"), [(c[0], c[1]) for c in CASES], ids=[f"warn{i}" for i in range(len(CASES))])
+def test_the_cases_vcluster_warns_about(name: str, term: Obj) -> None:
+    for kind, where in (("podAntiAffinity", "required"), ("podAffinity", "preferred")):
+        rules = ({"requiredDuringSchedulingIgnoredDuringExecution": [term]} if where == "required" else
+                 {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": term}]})
+        assert ignored_namespace_selectors({"affinity": {kind: rules}}) == (1 if name in WARNED else 0), (name, kind)
+
+
+def test_each_term_that_loses_its_namespace_selector_is_counted() -> None:
+    term = {"labelSelector": BASIC, "namespaces": [NS], "namespaceSelector": {"matchExpressions": [
+        {"key": "team", "operator": "Exists"}]}}
+    spec = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term, term]},
+                         "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                             {"weight": 1, "podAffinityTerm": term}]},
+                         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}
+    assert ignored_namespace_selectors(spec) == 3
+    assert ignored_namespace_selectors({}) == 0
 
 
 def test_every_kind_of_term_and_topology_spread_are_confined() -> None:

@@ -111,6 +111,20 @@ def test_annotations_merge_three_ways_and_derived_ones_go_neither_way() -> None:
         '{"a":"' + h("2") + '","b":"' + h("1") + '","sidecar.istio.io/status":"' + h("{}") + '"}')
 
 
+def test_a_host_pod_synced_before_the_object_host_annotations_gets_them() -> None:
+    # translate.go HostAnnotations writes object-host-name/-namespace on every sync and VirtualAnnotations never
+    # copies them back: a host pod an earlier version created without them gets them, and nothing comes back
+    v = vpod()
+    host = synced(v)
+    del host["metadata"]["annotations"]["vcluster.loft.sh/object-host-name"]
+    host["metadata"]["annotations"]["vcluster.loft.sh/object-host-namespace"] = "elsewhere"
+    plan = plan_update(synced(v), host, v, vcluster_name=VC)
+    assert plan.virtual_metadata is None
+    [op] = plan.host_ops
+    assert (op["value"]["vcluster.loft.sh/object-host-name"], op["value"]["vcluster.loft.sh/object-host-namespace"]) \
+        == ("web-x-team-x-vc", "vc-ns")
+
+
 def test_a_host_pod_without_a_base_takes_the_virtual_values_and_returns_nothing() -> None:
     # a host pod synced before the base existed: the virtual pod wins for its keys; host-only keys stay
     v = vpod({"app": "web"}, {"a": "1"})
@@ -218,21 +232,38 @@ def test_vclusters_toleration_sync_cases(virtual_tols: list[Obj], host_tols: lis
     assert all(t in got for t in host_tols)
 
 
+def test_an_enforced_toleration_with_an_empty_value_is_not_added_again() -> None:
+    # `key=:Effect` parses to value "" (toleration.go ParseToleration); the API server stores and returns it without
+    # the value (omitempty), which apiequality.Semantic.DeepEqual sees as the same toleration: no write, no duplicate
+    opts = PodOptions.from_config(parse_config({"sync": {"toHost": {"pods": {
+        "enforceTolerations": ["dedicated=:NoSchedule"]}}}}))
+    stored = {"key": "dedicated", "operator": "Equal", "effect": "NoSchedule"}
+    for virtual_tols in ([], [stored]):
+        v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}], "tolerations": virtual_tols})
+        desired = host_pod(v, vcluster_name=VC, host_namespace="vc-ns", options=opts)
+        assert len(desired["spec"]["tolerations"]) == 1
+        host = copy.deepcopy(desired)
+        host["spec"]["tolerations"] = [stored, {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                               "effect": "NoExecute", "tolerationSeconds": 300}]
+        assert plan_update(desired, host, v, vcluster_name=VC).host_ops == []
+
+
 def test_pod_level_resources_are_kept_whatever_the_host_version() -> None:
-    # translator_test.go TestPodResourcesTranslation drops spec.resources for a host older than 1.34; different
-    # here (docs/vcluster-parity.md row 31): kept, and an older host says why it refuses the pod
+    # translator_test.go TestPodResourcesTranslation drops spec.resources for a host older than 1.34; here the field
+    # is sent and the host decides (docs/vcluster-parity.md row 31): one with PodLevelResources off, the default
+    # before 1.34, drops it itself, and the tenant is told (tests/test_pod_parity.py)
     resources = {"limits": {"cpu": "1", "memory": "1Gi"}}
     v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}], "resources": resources})
     assert synced(v)["spec"]["resources"] == resources
 
 
 def test_observed_generation_is_copied_as_the_host_has_it() -> None:
-    # diff.go DesiredVirtualStatus keeps the virtual value for a virtual server older than 1.34; different here
-    # (row 58): the host's is copied (an older server drops it; the cost is one no-op status write)
-    host = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
-                                                           "observedGeneration": 2}]}}
-    assert status_update(host, vpod(status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
-                         ) == {"status": {"conditions": [{"type": "Ready", "status": "True", "observedGeneration": 2}]}}
+    # diff_test.go TestDiffPodStatusObservedGeneration "v1.34" and "nil version": the host's observedGeneration 3,
+    # of the status and of its condition, reaches the virtual pod. Its "v1.33" case keeps the virtual 0: different
+    # here (row 58), the host's is written whatever the virtual server's version (an older one drops it itself)
+    host = {"status": {"observedGeneration": 3, "conditions": [{"type": "Ready", "status": "True",
+                                                                "observedGeneration": 3}]}}
+    assert status_update(host, vpod(status={})) == host
 
 
 def test_the_autoscaler_annotations_are_set_once_and_left_to_the_host() -> None:
@@ -325,6 +356,18 @@ def test_when_both_sides_change_a_label_the_virtual_pod_wins() -> None:
     plan = plan_update(synced(after), host, after, vcluster_name=VC)
     assert plan.virtual_metadata is None
     assert plan.host_ops[0]["value"]["tier"] == "virtual"
+
+
+def test_a_label_the_tenant_changed_is_kept_when_the_host_removed_it() -> None:
+    # both sides moved from the base: the virtual pod wins (as when both change it), so the label is not taken
+    # from the virtual pod because the host dropped it
+    before = vpod({"app": "web", "tier": "a"})
+    host = synced(before)
+    del host["metadata"]["labels"]["tier"]
+    after = vpod({"app": "web", "tier": "b"})
+    plan = plan_update(synced(after), host, after, vcluster_name=VC)
+    assert plan.virtual_metadata is None
+    assert plan.host_ops[0]["value"]["tier"] == "b"
 
 
 def test_label_values_with_an_equals_sign_survive_the_base() -> None:

@@ -100,14 +100,19 @@ def test_status_is_copied_field_by_field_and_removed_fields_are_nulled() -> None
     hpod = {"status": {"phase": "Running", "podIP": "10.0.0.7", "hostIP": "192.168.0.2", "qosClass": "Guaranteed",
                        "nominatedNodeName": "n1"}}
     vpod = {"status": {"phase": "Pending", "qosClass": "Burstable", "message": "old"}}
-    # vcluster translate/diff.go DesiredVirtualStatus: the virtual QoS class is kept (immutable since 1.32)
+    # vcluster translate/diff.go DesiredVirtualStatus: the host status as a whole (nominatedNodeName included), the
+    # virtual QoS class kept (immutable since 1.32)
     assert status_update(hpod, vpod) == {"status": {"phase": "Running", "podIP": "10.0.0.7",
-                                                    "hostIP": "192.168.0.2", "message": None}}
+                                                    "hostIP": "192.168.0.2", "nominatedNodeName": "n1",
+                                                    "message": None}}
     assert status_update({"status": {"phase": "Running"}}, {"status": {"phase": "Running"}}) is None
     assert status_update({}, {}) is None
-    every = {"phase": "p", "conditions": [], "containerStatuses": [], "initContainerStatuses": [],
-             "ephemeralContainerStatuses": [], "podIP": "i", "podIPs": [], "hostIP": "h", "hostIPs": [],
-             "startTime": "t", "reason": "r", "message": "m"}
+    # every field of Kubernetes 1.34's core/v1 PodStatus but qosClass (k8s.io/api core/v1 types.go)
+    every = {"observedGeneration": 3, "phase": "p", "conditions": [], "message": "m", "reason": "r",
+             "nominatedNodeName": "n", "hostIP": "h", "hostIPs": [], "podIP": "i", "podIPs": [], "startTime": "t",
+             "initContainerStatuses": [], "containerStatuses": [], "ephemeralContainerStatuses": [],
+             "resize": "InProgress", "resourceClaimStatuses": [],
+             "extendedResourceClaimStatus": {"requestMappings": [], "resourceClaimName": "c"}}
     assert status_update({"status": {**every, "qosClass": "Guaranteed"}}, {}) == {"status": every}
 
 
@@ -248,6 +253,9 @@ def test_the_whole_host_pod_of_a_workload() -> None:
             "annotations": {
                 "note": "x", "vcluster.loft.sh/object-name": "web.v2", "vcluster.loft.sh/object-namespace": "team",
                 "vcluster.loft.sh/object-uid": "u-1", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
+                # vcluster's addHostAnnotations: the host object's own name and namespace
+                "vcluster.loft.sh/object-host-name": "web.v2-x-team-x-vc",
+                "vcluster.loft.sh/object-host-namespace": "vc-ns",
                 "runtimeclass-syncer.io/virtual-runtime-class": "gvisor",
                 "vcluster.loft.sh/name": "web.v2", "vcluster.loft.sh/namespace": "team", "vcluster.loft.sh/uid": "u-1",
                 "vcluster.loft.sh/service-account-name": "builder", "vcluster.loft.sh/labels": 'app="web"',
@@ -283,6 +291,7 @@ def test_a_forced_class_and_no_cluster_view() -> None:
     assert hpod["metadata"]["annotations"] == {
         "vcluster.loft.sh/object-name": "p", "vcluster.loft.sh/object-namespace": "ns",
         "vcluster.loft.sh/object-uid": "", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
+        "vcluster.loft.sh/object-host-name": "p-x-ns-x-vc", "vcluster.loft.sh/object-host-namespace": "h",
         "cluster-autoscaler.kubernetes.io/safe-to-evict": "false", "vcluster.loft.sh/labels": "",
         "runtimeclass-syncer.io/synced-annotations": "{}"}
     assert hpod["spec"] == {"hostname": "mine", "containers": [], "automountServiceAccountToken": False,

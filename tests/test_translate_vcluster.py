@@ -247,6 +247,58 @@ def test_autoscaler_and_owner_annotations() -> None:
     assert ann["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "true"
 
 
+# vcluster's pods/syncer_test.go TestSync (and TestSyncTable): the host pod's annotations for virtual pod
+# testns/testpod (no uid, labels, owners or service account) of vcluster "vcluster" in host namespace "test",
+# `pObjectMeta.Annotations` written out (translate.HostNameAnnotation is `object-host-name`, HostNamespaceAnnotation
+# `object-host-namespace`, podtranslate.NameAnnotation `vcluster.loft.sh/name` ...).
+VCLUSTER_TESTSYNC_ANNOTATIONS = {
+    "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+    "vcluster.loft.sh/labels": "",
+    "vcluster.loft.sh/name": "testpod",
+    "vcluster.loft.sh/namespace": "testns",
+    "vcluster.loft.sh/object-name": "testpod",
+    "vcluster.loft.sh/object-uid": "",
+    "vcluster.loft.sh/object-namespace": "testns",
+    "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
+    "vcluster.loft.sh/object-host-namespace": "test",
+    "vcluster.loft.sh/object-host-name": "testpod-x-testns-x-vcluster",
+    "vcluster.loft.sh/service-account-name": "",
+    "vcluster.loft.sh/uid": "",
+}
+
+
+def test_host_pod_annotations_of_vclusters_test_sync() -> None:
+    vpod = {"metadata": {"name": "testpod", "namespace": "testns"}, "spec": {"containers": [{"name": "c"}]}}
+    view = ClusterView("1.2.3.4", "2.2.2.2", service_account="vc-workload-vcluster")
+    hpod = host_pod(vpod, vcluster_name="vcluster", host_namespace="test", cluster=view)
+    assert hpod["metadata"]["name"] == "testpod-x-testns-x-vcluster"
+    ann = hpod["metadata"]["annotations"]
+    # the syncer's own base of the three-way merge comes on top (podtranslate/metadata.py)
+    assert {k: v for k, v in ann.items() if not k.startswith("runtimeclass-syncer.io/")} == \
+        VCLUSTER_TESTSYNC_ANNOTATIONS
+
+
+def test_a_tenants_own_identity_annotations_are_overwritten() -> None:
+    # different (parity row 6): vcluster's Translate keeps a virtual pod's own `vcluster.loft.sh/name` & co.; here
+    # the downward API always reads the pod's real identity
+    forged = {"vcluster.loft.sh/name": "kube-apiserver", "vcluster.loft.sh/namespace": "kube-system",
+              "vcluster.loft.sh/uid": "x", "vcluster.loft.sh/service-account-name": "admin",
+              "vcluster.loft.sh/labels": 'tier="control-plane"'}
+    ann = translate({"serviceAccountName": "web"}, meta={"annotations": forged, "labels": {"app": "web"}},
+                    cluster=ClusterView("10.96.0.1", "10.96.0.10"))["metadata"]["annotations"]
+    assert {k: ann[k] for k in forged} == {
+        "vcluster.loft.sh/name": "pod-name", "vcluster.loft.sh/namespace": "test-ns", "vcluster.loft.sh/uid": "v-uid",
+        "vcluster.loft.sh/service-account-name": "web", "vcluster.loft.sh/labels": 'app="web"'}
+
+
+def test_a_tenants_own_object_host_annotations_are_overwritten() -> None:
+    # vcluster's HostAnnotations excludes them from what it copies and writes its own (addHostAnnotations)
+    forged = {"vcluster.loft.sh/object-host-name": "kube-apiserver", "vcluster.loft.sh/object-host-namespace": "x"}
+    ann = translate({}, meta={"annotations": forged})["metadata"]["annotations"]
+    assert (ann["vcluster.loft.sh/object-host-name"], ann["vcluster.loft.sh/object-host-namespace"]) == (
+        "pod-name-x-test-ns-x-vc", HOST_NS)
+
+
 def test_the_vcluster_service_owns_the_host_pod_and_namespace_labels_are_carried() -> None:
     # GetOwnerReference (setOwner, default true): controller mirrors whether the virtual pod has one
     view = ClusterView("10.96.0.1", "10.96.0.10", namespace_labels={"team": "a"}, owner={"name": "vc", "uid": "s-1"})

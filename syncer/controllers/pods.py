@@ -12,8 +12,10 @@ reconciler's only I/O besides the writes), in a pod annotation or a host Secret 
 
 A refusal is a Warning `SyncWarning` event on the virtual pod (repeats raise its count); nothing is
 written to the host. A host-side rejection (403/422/400, e.g. RuntimeClass admission) is a Warning
-`SyncError` event with the host's message and a retry with backoff. A host pod that does not carry
-this vcluster's managed-by label and object annotations is never touched.
+`SyncError` event with the host's message and a retry with backoff. What the host pod does not carry of the
+virtual pod (an affinity term's ignored namespaceSelector, pod-level resources the host dropped) is a
+`SyncWarning` once per host pod created. A host pod that does not carry this vcluster's managed-by label and
+object annotations is never touched.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
 from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens
-from syncer.controllers.podtranslate import tokens
+from syncer.controllers.podtranslate import affinity, tokens
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency
 from syncer.controllers.refusal import Refusal
@@ -114,12 +116,25 @@ def _labels_changed(old: Cached, new: Cached) -> bool:
     return bool(cached_field(old, "metadata").get("labels") != cached_field(new, "metadata").get("labels"))
 
 
+def _gate_conditions(pod: Cached) -> list[Any]:
+    """The conditions of a virtual pod's readiness-gate types (a controller in the virtual cluster writes them to
+    the status; they go to the host pod, where the kubelet reads them)."""
+    gates = (cached_field(pod, "spec") or {}).get("readinessGates")
+    if not isinstance(gates, list) or not gates:
+        return []
+    types = {g.get("conditionType") for g in gates if isinstance(g, dict)}
+    conditions = (cached_field(pod, "status") or {}).get("conditions")
+    return [c for c in conditions or [] if isinstance(c, dict) and c.get("type") in types]
+
+
 def _pod_changed(old: Cached, new: Cached) -> bool:
-    """A virtual pod change the pod reconciler must look at (not just a status write)."""
+    """A virtual pod change the pod reconciler must look at: not a status write, unless it changes a
+    readiness-gate condition."""
     # metadata besides identity is packed: labels, annotations (and owners, finalizers) compare encoded
     return (not field_equal(old, new, "spec") or not rest_equal(old, new, "metadata")
             or any(sub_field(old, "metadata", k) != sub_field(new, "metadata", k)
-                   for k in ("deletionTimestamp", "uid")))
+                   for k in ("deletionTimestamp", "uid"))
+            or (not field_equal(old, new, "status") and _gate_conditions(old) != _gate_conditions(new)))
 
 
 @dataclass
@@ -407,11 +422,34 @@ class PodReconciler:
         created = await self._create_host(vpod, desired, resolution.runtime_class)
         if secret is not None and created is not None:
             await self.tokens.own(secret, created)
+        if created is not None:
+            await self._warn_translated(vpod, desired, created)
         if created is not None and default:
             self.metrics.pods_defaulted.labels(default).inc()
             await self.recorder.record(PODS, vpod, "Normal", policy.DEFAULTED_REASON,
                                        policy.defaulted_message(vpod["metadata"]["name"], default), ACTION)
         return None
+
+    async def _warn_translated(self, vpod: Obj, desired: Obj, created: Obj) -> None:
+        """Once per host pod created, a `SyncWarning` on the virtual pod for what of it the host pod does not have:
+        - an affinity term's `namespaceSelector` ignored (it has `namespaces` too), in vcluster's words
+          (`translatePodAffinityTerm`; vcluster warns on each translation, before the create);
+        - pod-level `spec.resources` the host API server dropped: its PodLevelResources feature gate is off (the
+          default before Kubernetes 1.34; `dropDisabledPodLevelResources` drops the field silently). vcluster drops
+          it itself for a host older than 1.34 and says nothing."""
+        name = vpod["metadata"]["name"]
+        if not self.options.virtual_scheduler and affinity.ignored_namespace_selectors(vpod.get("spec") or {}):
+            log.info("the namespaceSelector of pod %s/%s's affinity terms that also name namespaces is ignored",
+                     vpod["metadata"]["namespace"], name)
+            await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", affinity.IGNORED_NAMESPACE_SELECTOR,
+                                       ACTION)
+        if (desired.get("spec") or {}).get("resources") and not (created.get("spec") or {}).get("resources"):
+            message = (f'host pod "{self.host_namespace}/{created["metadata"]["name"]}" of pod "{name}" has no '
+                       "pod-level resources: the host API server dropped spec.resources (its PodLevelResources "
+                       "feature gate is off, the default before Kubernetes 1.34), so only the containers' own "
+                       "resources apply")
+            log.warning("%s", message)
+            await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
 
     # ------------------------------------------------------------------ dependencies (section 3.1)
 

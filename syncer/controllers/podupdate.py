@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.controllers import translate
-from syncer.controllers.podtranslate import downward, hosts, metadata, tokens
+from syncer.controllers.podtranslate import downward, hosts, metadata, scheduling, tokens
 
 Obj = dict[str, Any]
 # Annotations the translation derives: they go to the host as translated, never come back, and are not merged.
 DERIVED_ANNOTATIONS = frozenset({
     translate.OBJECT_NAME, translate.OBJECT_NAMESPACE, translate.OBJECT_UID, translate.OBJECT_KIND,
+    translate.OBJECT_HOST_NAME, translate.OBJECT_HOST_NAMESPACE,
     translate.VIRTUAL_RUNTIME_CLASS, downward.NAME, downward.NAMESPACE, downward.UID, downward.SERVICE_ACCOUNT_NAME,
     downward.LABELS, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD, metadata.OWNER_REFERENCES,
     metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS, tokens.STATE_ANNOTATION})
@@ -126,8 +127,14 @@ def merge_metadata(desired: Obj, host: Obj, vpod: Obj, vcluster_name: str) -> tu
     return new_vl, new_va, new_hl, new_ha
 
 
+def _same_toleration(a: Any, b: Any) -> bool:
+    return a == b or (isinstance(a, dict) and isinstance(b, dict) and scheduling.same_toleration(a, b))
+
+
 def _tolerations(desired: Sequence[Any], host: Sequence[Any]) -> list[Any]:
-    return [*desired, *(t for t in host if t not in desired)]
+    """The desired tolerations, then the host's others. Compared as the API server does (an empty `value` is
+    absent): an enforced `key=:Effect` toleration reads back without its `value`, and is not added again."""
+    return [*desired, *(t for t in host if not any(_same_toleration(t, d) for d in desired))]
 
 
 def _resize(desired: Sequence[Any], host: Sequence[Any]) -> list[Obj]:
@@ -213,8 +220,9 @@ def plan_update(desired: Obj, host: Obj, vpod: Obj, *, vcluster_name: str) -> Po
     gates = dspec.get("schedulingGates") or []
     if gates != (hspec.get("schedulingGates") or []):
         out.host_ops.append({"op": "add", "path": "/spec/schedulingGates", "value": gates})
-    tolerations = _tolerations(dspec.get("tolerations") or [], hspec.get("tolerations") or [])
-    if tolerations != (hspec.get("tolerations") or []):
+    host_tolerations = hspec.get("tolerations") or []
+    tolerations = _tolerations(dspec.get("tolerations") or [], host_tolerations)
+    if len(tolerations) != len(host_tolerations) or not all(map(_same_toleration, tolerations, host_tolerations)):
         out.host_ops.append({"op": "add", "path": "/spec/tolerations", "value": tolerations})
     have = {c.get("name") for c in hspec.get("ephemeralContainers") or [] if isinstance(c, dict)}
     out.ephemeral = [c for c in dspec.get("ephemeralContainers") or [] if isinstance(c, dict)

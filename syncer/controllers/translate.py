@@ -26,6 +26,10 @@ OBJECT_NAME = "vcluster.loft.sh/object-name"
 OBJECT_NAMESPACE = "vcluster.loft.sh/object-namespace"
 OBJECT_UID = "vcluster.loft.sh/object-uid"
 OBJECT_KIND = "vcluster.loft.sh/object-kind"
+# the host object's own name and namespace, beside the other object-* annotations (vcluster's
+# `translate.HostNameAnnotation`, `HostNamespaceAnnotation`, written by `addHostAnnotations`)
+OBJECT_HOST_NAME = "vcluster.loft.sh/object-host-name"
+OBJECT_HOST_NAMESPACE = "vcluster.loft.sh/object-host-namespace"
 POD_KIND = "/v1, Kind=Pod"
 
 # Fields of a RuntimeClass that the invariant of behaviour.md section 2 compares.
@@ -119,12 +123,12 @@ def runtime_class_view(rc: Obj) -> Obj:
 # The host pod remembers the virtual pod's own runtimeClassName (it may differ when
 # sync.toHost.pods.runtimeClassName forces one), so the gate can be judged after the virtual pod is gone.
 VIRTUAL_RUNTIME_CLASS = "runtimeclass-syncer.io/virtual-runtime-class"
-# Pod status fields copied host -> virtual (issue: pod lifecycle). Not `qosClass`: the virtual API server
+# Pod status fields kept virtual; every other field of the host pod's status is copied host -> virtual, as
+# vcluster's `DesiredVirtualStatus` (translate/diff.go) copies the whole host status: `observedGeneration`,
+# `nominatedNodeName` and fields newer Kubernetes versions add included. Not `qosClass`: the virtual API server
 # computed its own when the pod was created, and from Kubernetes 1.32 refuses a status write that changes it
-# (a host LimitRange can make the host's differ); vcluster keeps the virtual one too (translate/diff.go,
-# DesiredVirtualStatus).
-STATUS_FIELDS = ("phase", "conditions", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
-                 "podIP", "podIPs", "hostIP", "hostIPs", "startTime", "reason", "message", "resourceClaimStatuses")
+# (a host LimitRange can make the host's differ); vcluster keeps the virtual one too.
+VIRTUAL_STATUS_FIELDS = ("qosClass",)
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,8 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
 
     - name `<pod>-x-<namespace>-x-<vcluster>` (safe_concat_name), in `host_namespace`;
     - labels: the pod's plus managed-by and namespace; annotations: the pod's plus object-name,
-      object-namespace, object-uid and object-kind;
+      object-namespace, object-uid, object-kind, object-host-name and object-host-namespace (vcluster's
+      `HostAnnotations`: the host pod's own name and namespace);
     - references to ConfigMaps, Secrets and PVCs rewritten to their host names
       (podtranslate.references; returned as the dependencies, in spec order);
     - spec: the virtual spec without what host admission sets or what names virtual-only objects:
@@ -197,8 +202,10 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     labels[NAMESPACE_LABEL] = meta["namespace"]
     own_annotations = meta.get("annotations") or {}
     annotations = dict(own_annotations)
+    hname = host_pod_name(meta["name"], meta["namespace"], vcluster_name)
     annotations.update({OBJECT_NAME: meta["name"], OBJECT_NAMESPACE: meta["namespace"],
-                        OBJECT_UID: meta.get("uid", ""), OBJECT_KIND: POD_KIND})
+                        OBJECT_UID: meta.get("uid", ""), OBJECT_KIND: POD_KIND,
+                        OBJECT_HOST_NAME: hname, OBJECT_HOST_NAMESPACE: host_namespace})
     annotations.update(metadata.owner_annotations(vpod, own_annotations))
     # the bases of the next three-way merge of labels and annotations (podtranslate/metadata.py)
     annotations[metadata.LABELS] = metadata.labels_annotation(meta.get("labels") or {})
@@ -257,8 +264,7 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
         env = environment.service_environment(cluster.services, vspec.get("enableServiceLinks") is not False,
                                               cluster.kube_ip)
         environment.add_environment(spec, env, cluster.kube_ip, opts.cluster_domain)
-    host_meta: Obj = {"name": host_pod_name(meta["name"], meta["namespace"], vcluster_name),
-                      "namespace": host_namespace, "labels": labels, "annotations": annotations}
+    host_meta: Obj = {"name": hname, "namespace": host_namespace, "labels": labels, "annotations": annotations}
     if owners:
         host_meta["ownerReferences"] = owners
     return {"apiVersion": "v1", "kind": "Pod", "metadata": host_meta, "spec": spec}, deps
@@ -286,8 +292,8 @@ def virtual_claim_name(host_name: str, namespace: str, vcluster_name: str) -> st
 
 
 def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
-    """A merge patch for the virtual pod's status subresource that copies the host pod's status
-    fields (STATUS_FIELDS; a field the host no longer has is removed), or None when they are equal. The
+    """A merge patch for the virtual pod's status subresource that copies the host pod's status (every field but
+    VIRTUAL_STATUS_FIELDS; a field the host no longer has is removed), or None when they are equal. The
     conditions of the pod's readiness gates stay the virtual pod's (a controller in the virtual cluster sets
     them; they go the other way, podupdate.py), and the statuses of containers the virtual pod does not have (a
     host webhook's sidecar) are left out, as vcluster's `stripInjectedSidecarContainers` does. With `vcluster_name`,
@@ -310,7 +316,8 @@ def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
         own = [c for c in vs.get("conditions") or [] if isinstance(c, dict) and c.get("type") in gates]
         hs["conditions"] = [c for c in hs.get("conditions") or [] if isinstance(c, dict)
                             and c.get("type") not in gates] + own or None
-    patch = {f: hs.get(f) for f in STATUS_FIELDS if hs.get(f) != vs.get(f)}
+    fields = sorted((set(hs) | set(vs)) - set(VIRTUAL_STATUS_FIELDS))
+    patch = {f: hs.get(f) for f in fields if hs.get(f) != vs.get(f)}
     return {"status": patch} if patch else None
 
 

@@ -14,6 +14,11 @@ single-namespace mode (`translator.go`: `translatePodAffinity`, `translatePodAff
   `namespaceSelector` themselves are dropped (the host namespace is the only one);
 - a topology spread constraint's selector gets the pod's namespace and the managed-by label.
 A term without a label selector matches nothing and is left as it is.
+
+A term with both `namespaces` and a non-empty `namespaceSelector` selects the union of the two, which one label
+selector cannot say: as vcluster does, the `namespaces` are kept and the `namespaceSelector` is ignored, and the
+virtual pod gets a `SyncWarning` in vcluster's words (IGNORED_NAMESPACE_SELECTOR; ignored_namespace_selectors counts
+such terms).
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ Obj = dict[str, Any]
 MANAGED_BY = "vcluster.loft.sh/managed-by"
 NAMESPACE_LABEL = "vcluster.loft.sh/namespace"
 NS_LABEL_PREFIX = "vcluster.loft.sh/ns-label"
+# vcluster's SyncWarning for such a term (translator.go, translatePodAffinityTerm), word for word
+IGNORED_NAMESPACE_SELECTOR = (
+    "Inter-pod affinity rule(s) that use both .namespaces and .namespaceSelector fields in the same term are not "
+    "supported by vcluster yet. The .namespaceSelector fields of the unsupported affinity entries will be ignored.")
 
 
 def _selector(sel: Any, key: Callable[[str], str]) -> Obj | None:
@@ -94,6 +103,23 @@ def _term(term: Obj, namespace: str, vcluster_name: str, host_key: Callable[[str
     sel.setdefault("matchLabels", {})[MANAGED_BY] = vcluster_name
     out["labelSelector"] = sel
     return out
+
+
+def ignored_namespace_selectors(spec: Obj) -> int:
+    """How many pod (anti-)affinity terms of a virtual pod spec, required or preferred, have a label selector,
+    `namespaces` and a non-empty `namespaceSelector`: the terms whose namespaceSelector the translation ignores
+    (vcluster's condition for its SyncWarning in `translatePodAffinityTerm`)."""
+    affinity = spec.get("affinity")
+    terms: list[Any] = []
+    for kind in ("podAffinity", "podAntiAffinity"):
+        rules = affinity.get(kind) if isinstance(affinity, dict) else None
+        if isinstance(rules, dict):
+            terms += rules.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+            terms += [w.get("podAffinityTerm") for w in rules.get("preferredDuringSchedulingIgnoredDuringExecution")
+                      or [] if isinstance(w, dict)]
+    return sum(1 for t in terms if isinstance(t, dict) and isinstance(t.get("labelSelector"), dict)
+               and any(isinstance(n, str) for n in t.get("namespaces") or [])
+               and isinstance(t.get("namespaceSelector"), dict) and not _is_empty(t["namespaceSelector"]))
 
 
 def ns_label_key(key: str, vcluster_name: str, concat: Callable[..., str]) -> str:

@@ -30,8 +30,9 @@ Obj = dict[str, Any]
 MAX_USER_PRIORITY = 1_000_000_000  # scheduling.HighestUserDefinablePriority
 
 
-def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Toleration equality as `apiequality.Semantic.DeepEqual` sees it (absent == empty)."""
+def same_toleration(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Toleration equality as `apiequality.Semantic.DeepEqual` sees it (absent == empty): a toleration read back
+    from an API server has no `value` where the configured one has `""` (the field is `omitempty`)."""
     keys = set(a) | set(b)
     return all((a.get(k) or None) == (b.get(k) or None) for k in keys)
 
@@ -40,7 +41,7 @@ def add_tolerations(tolerations: Sequence[Any], extra: Sequence[Obj]) -> list[An
     """`tolerations` followed by each of `extra` that is not already there (vcluster's `hasToleration`)."""
     out = list(tolerations)
     for t in extra:
-        if not any(isinstance(o, dict) and _same(o, t) for o in out):
+        if not any(isinstance(o, dict) and same_toleration(o, t) for o in out):
             out.append(t)
     return out
 
