@@ -14,6 +14,11 @@ A refusal is a Warning `SyncWarning` event on the virtual pod (repeats raise its
 written to the host. A host-side rejection (403/422/400, e.g. RuntimeClass admission) is a Warning
 `SyncError` event with the host's message and a retry with backoff. A host pod that does not carry
 this vcluster's managed-by label and object annotations is never touched.
+
+The trust boundary (podtranslate/trust.py, docs/security.md): `reconcile` reads a virtual pod only through
+`trust.tenant_pod`, which drops every label and annotation the syncer or vcluster give a meaning to, so that what
+the syncer reads back from the host pod later (ownership, the class the pod named, merge bases, token state) is
+only what it wrote itself.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
 from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens
-from syncer.controllers.podtranslate import tokens
+from syncer.controllers.podtranslate import tokens, trust
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency
 from syncer.controllers.refusal import Refusal
@@ -307,7 +312,8 @@ class PodReconciler:
             log.warning("pod key %r has no namespace; ignored", key)
             return None
         created = self._created.pop(key, None)
-        vpod = self.virtual_pods.full(key)
+        raw = self.virtual_pods.full(key)
+        vpod = trust.tenant_pod(raw) if raw is not None else None  # the trust boundary: all below reads only this
         hpod = self.host_pods.full(self.host_key(namespace, name))
         action = podplan.plan(vpod, hpod, vcluster_name=self.vcluster_name, namespace=namespace, name=name,
                               judge=lambda rc: self.decide(name, rc), admit=lambda: self._admit(vpod or {}))
