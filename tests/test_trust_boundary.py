@@ -196,3 +196,42 @@ async def test_row_18_a_virtual_pod_bound_while_its_host_pod_is_pending_is_kept(
         await clusters.virtual.bind("web", "default", "node-7")  # the tenant binds it (it is admin)
         await round_trip(clusters, "web", "2")
         assert clusters.virtual_server.storage.get(PODS, "default", "web") is not None
+
+
+@pytest.mark.parametrize("secret_mode", [False, True], ids=["annotation-mode", "secret-mode"])
+async def test_a_forged_renewal_state_already_on_the_host_renews_only_the_pods_own_tokens(clusters: Clusters,
+                                                                                          secret_mode: bool) -> None:
+    # A pod synced by an earlier version kept the renewal state a tenant wrote (the syncer keeps that annotation as
+    # the host has it): the renewal still writes only the pod's own token annotations, or its own token Secret.
+    before = await create_kubeconfig_secret(clusters)
+    doc = rc_config()
+    if secret_mode:
+        doc["sync"]["toHost"] = {"pods": {"useSecretsForSATokens": True}}
+    own_secret = host_name("web-sa-token", "default", VCLUSTER)
+    async with running_syncer(clusters, doc):
+        vpod = await clusters.virtual.create(PODS, pod("web"), "default")
+        await round_trip(clusters, "web", "1")
+        state = json.loads(host_pod(clusters, "web")["metadata"]["annotations"][RENEWAL])  # type: ignore[index]
+        (token_key,) = state["tokens"]
+
+        def token() -> str:
+            if secret_mode:
+                return str(clusters.host_server.storage.get(SECRETS, HOST_NS, own_secret)["data"][token_key])  # type: ignore[index]
+            return str(host_pod(clusters, "web")["metadata"]["annotations"][token_key])  # type: ignore[index]
+
+        first = token()
+        forged = {"renewAt": 0, "tokens": {token_key: state["tokens"][token_key], OBJECT_NAME: ["x"],
+                                           OBJECT_NAMESPACE: ["x"]}}
+        if secret_mode:
+            forged["secret"] = KUBECONFIG_SECRET
+        await clusters.host.patch(PODS, hname("web"), {"metadata": {"annotations": {RENEWAL: json.dumps(forged)}}},
+                                  HOST_NS)
+        await eventually(lambda: token() != first, "the pod's own token renewed")
+        await round_trip(clusters, "web", "2")
+        ann = host_pod(clusters, "web")["metadata"]["annotations"]  # type: ignore[index]
+        after = await clusters.host.get(SECRETS, KUBECONFIG_SECRET, HOST_NS)
+    assert (ann[OBJECT_NAME], ann[OBJECT_NAMESPACE], ann[OBJECT_UID]) == ("web", "default", vpod["metadata"]["uid"])
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    renewed = json.loads(ann[RENEWAL])
+    assert set(renewed["tokens"]) == {token_key}
+    assert renewed.get("secret", "") == (own_secret if secret_mode else "")

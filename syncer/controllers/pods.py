@@ -412,7 +412,7 @@ class PodReconciler:
         secret = await self.tokens.apply(vpod, desired)
         created = await self._create_host(vpod, desired, resolution.runtime_class)
         if secret is not None and created is not None:
-            await self.tokens.own(secret, created)
+            await self.tokens.own(vpod, created)
         if created is not None and default:
             self.metrics.pods_defaulted.labels(default).inc()
             await self.recorder.record(PODS, vpod, "Normal", policy.DEFAULTED_REASON,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 import secrets
 import string
 from typing import Any
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 _SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
+_SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # a valid Secret data key (ValidateSecret: IsConfigMapKey)
 
 
 def _pointer(key: str) -> str:
@@ -171,9 +173,10 @@ class ServiceAccountTokens:
         state = tokens.RenewalState.decode(host_ann.get(tokens.STATE_ANNOTATION))
         vmeta = vpod["metadata"]
         key = f'{vmeta["namespace"]}/{vmeta["name"]}'
-        if state is not None and not state.secret:  # annotation mode: only the host pod's own token annotations
-            state = tokens.RenewalState(state.renew_at, {k: a for k, a in state.tokens.items() if k in host_ann and
-                                                         k.startswith(tokens.TOKEN_ANNOTATION_PREFIX)})
+        if state is not None:  # only the host pod's own token annotations; in Secret mode, only valid Secret keys
+            state = tokens.RenewalState(state.renew_at, {k: a for k, a in state.tokens.items() if (
+                _SECRET_KEY.fullmatch(k) if state.secret else
+                k in host_ann and k.startswith(tokens.TOKEN_ANNOTATION_PREFIX))}, state.secret)
         if state is None or not state.tokens or not self.lifetime:
             self.failing.pop(key, None)
             return None
@@ -204,11 +207,15 @@ class ServiceAccountTokens:
                  key, self.host_namespace, hname, int(tokens.RENEW_AFTER * self.lifetime))
         return tokens.RENEW_AFTER * self.lifetime
 
-    async def own(self, name: str, hpod: Obj) -> None:
-        """Make the host pod the owner of its token Secret, so that the Secret goes with the pod."""
-        meta = hpod["metadata"]
+    async def own(self, vpod: Obj, hpod: Obj) -> None:
+        """Make the host pod the owner of the token Secret of virtual pod `vpod`, so that the Secret goes with the
+        pod (only when it is the one written for that pod, `_ours`)."""
+        meta, vmeta = hpod["metadata"], vpod["metadata"]
         owner = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
-        await self.host.patch(SECRETS, name, {"metadata": {"ownerReferences": [owner]}}, self.host_namespace)
+        await self.host.patch(SECRETS, self.secret_name(vmeta["namespace"], vmeta["name"]), [
+            *self._ours(vmeta["namespace"], vmeta["name"]),
+            {"op": "add", "path": "/metadata/ownerReferences", "value": [owner]}], self.host_namespace,
+            patch_type="json")
 
     async def forget(self, namespace: str, name: str) -> None:
         """Virtual pod `namespace/name` is gone and has no host pod: delete a token Secret written for it
