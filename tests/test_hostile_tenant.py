@@ -311,7 +311,7 @@ SETTINGS = {"deadline": None, "derandomize": True, "print_blob": True,
             "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 
-@settings(max_examples=8, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=12, **SETTINGS)  # type: ignore[arg-type]
 @given(scenarios)
 def test_a_hostile_tenant_cannot_make_the_syncer_write_or_keep_what_it_does_not_own(
         case: tuple[bool, list[TenantPod]]) -> None:
