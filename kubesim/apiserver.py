@@ -396,7 +396,8 @@ class EmbeddedAPIServer:
                 return self._delete_collection(request, res, namespace)
         else:
             if m == "GET":
-                return _json_response(self._get(res, ns, name))
+                obj = self._get(res, ns, name)
+                return _json_response(_metadata(obj) if _wants_metadata(request) else obj)
             if m == "POST" and sub == "binding":
                 return await self._bind(request, ns, name)
             if m == "POST" and sub == "token":

@@ -34,10 +34,13 @@ def virtual(*, deleting: bool = False, started: bool = False, uid: str = UID, ma
     return pod
 
 
-def host(*, uid: str = UID, deleting: bool = False, owner: str = VC) -> Obj:
+def host(*, uid: str | None = UID, deleting: bool = False, owner: str = VC) -> Obj:
+    """A host pod; `uid` None: without the object-uid annotation (a host webhook or a manual edit removed it)."""
     meta: Obj = {"name": f"{NAME}-x-{NS}-x-{VC}", "namespace": "vc-ns",
                  "labels": {**OURS["labels"], "vcluster.loft.sh/managed-by": owner},
                  "annotations": {**OURS["annotations"], "vcluster.loft.sh/object-uid": uid}}
+    if uid is None:
+        del meta["annotations"]["vcluster.loft.sh/object-uid"]
     if deleting:
         meta["deletionTimestamp"] = "2026-11-24T08:00:00Z"
     return {"metadata": meta, "spec": {}}
@@ -74,11 +77,21 @@ ROWS = [
     (15, virtual(), host(), False, ADMITTED, podplan.ReportOrphaned(ORPHANED)),
     (16, bound(virtual(), "node-2"), bound(host(), "node-1"), True, ADMITTED,
      podplan.FinishVirtualDelete("it is bound to node node-2 and its host pod runs on node node-1")),
-    (17, virtual(), host(), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
-    (17, bound(virtual(), "node-1"), bound(host(), "node-1"), True, ADMITTED,
+    # ours without the uid annotation: not stale, kept (the update writes the annotation back)
+    (17, virtual(), host(uid=None), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
+    (17, virtual(uid="uid-2"), host(uid=None), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
+    (17, virtual(), host(uid=""), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
+    (4, None, host(uid=None), True, ADMITTED, podplan.DeleteHost("virtual pod is gone")),
+    (11, virtual(deleting=True), host(uid=None), True, ADMITTED,
+     podplan.DeleteHost("virtual pod is being deleted", 30)),
+    (18, virtual(), host(), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
+    (18, bound(virtual(), "node-1"), bound(host(), "node-1"), True, ADMITTED,
      podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
-    (17, virtual(), bound(host(), "node-1"), True, ADMITTED,  # not bound yet: the update binds it
+    (18, virtual(), bound(host(), "node-1"), True, ADMITTED,  # not bound yet: the update binds it
      podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
+    # bound in the virtual cluster (a tenant's own binding) while the host pod is still pending: kept; row 16 only
+    # when both name a node and they differ
+    (18, bound(virtual(), "node-2"), host(), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
 ]
 
 
@@ -100,8 +113,8 @@ def test_each_row_of_the_table(row: int, vpod: Obj | None, hpod: Obj | None, gat
 def test_every_row_has_a_case_and_the_docstring_lists_them_all() -> None:
     rows = [line.split("|")[1].strip() for line in (podplan.__doc__ or "").splitlines()
             if line.startswith("|") and line.split("|")[1].strip().isdigit()]
-    assert rows == [str(n) for n in range(1, 18)]
-    assert {r[0] for r in ROWS} == set(range(1, 18))
+    assert rows == [str(n) for n in range(1, 19)]
+    assert {r[0] for r in ROWS} == set(range(1, 19))
 
 
 def test_a_pod_on_the_host_is_never_asked_to_be_admitted_again() -> None:

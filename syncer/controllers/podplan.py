@@ -4,8 +4,10 @@ only host, both).
 
 `plan(virtual, host, ...)` returns one action per row below; the reconciler (pods.py) only carries it out.
 "ours" is a host pod that carries this vcluster's managed-by label and the virtual pod's name and namespace
-in its object annotations; "stale" is ours but synced from an earlier virtual pod of the same name (another
-uid); "orphaned" means its runtime class no longer passes the gate. The first matching row wins.
+in its object annotations; "stale" is ours but synced from an earlier virtual pod of the same name (its
+`vcluster.loft.sh/object-uid` annotation names another uid); "orphaned" means its runtime class no longer passes
+the gate. The first matching row wins. Every field these decisions read on the host pod is one only the syncer
+writes: a tenant's copy of those labels and annotations never reaches the host (podtranslate/trust.py).
 
 | # | virtual pod            | host pod              | action                                                      |
 |---|------------------------|-----------------------|-------------------------------------------------------------|
@@ -25,12 +27,15 @@ uid); "orphaned" means its runtime class no longer passes the gate. The first ma
 |14 | exists, admitted       | none                  | Create: translate, wait for host objects, tokens, create    |
 |15 | exists                 | ours, orphaned        | ReportOrphaned: no updates; Orphaned event                  |
 |16 | bound to another node  | ours, on its node     | FinishVirtualDelete: the pods disagree (vcluster ensureNode) |
-|17 | exists                 | ours                  | Update: patch mutable fields; copy status back; bind node   |
+|17 | exists                 | ours, no uid annotation | Update: kept; the update writes the annotation back       |
+|18 | exists                 | ours                  | Update: patch mutable fields; copy status back; bind node   |
 
 Row 13/14 ask `admit()` (the runtime policy's resolution, which includes the gate, or the gate alone);
 the other rows ask `judge(class)`, the gate for the class the pod named (for a host pod, the class its
 virtual pod named when it was synced, kept in an annotation). Waiting for host objects (section 3.1) is
-part of carrying out Create: what is missing is known only after the translation.
+part of carrying out Create: what is missing is known only after the translation. Row 17: a host pod whose
+`object-uid` annotation a host webhook or a manual edit removed is not taken for stale, so its running workload is
+not deleted for a missing annotation.
 """
 
 from __future__ import annotations
@@ -115,7 +120,7 @@ class Create:
 
 @dataclass(frozen=True)
 class Update:
-    """Row 17: bring the host pod's mutable fields to the translation, copy its status back."""
+    """Rows 17, 18: bring the host pod's mutable fields to the translation, copy its status back."""
 
     decision: GateDecision
 
@@ -165,7 +170,7 @@ def plan(virtual: Obj | None, host: Obj | None, *, vcluster_name: str, namespace
         return DeleteHost("virtual pod is gone") if decision.refusal is None else LeaveOrphan(decision.refusal)
     if host is not None:
         uid = ((host.get("metadata") or {}).get("annotations") or {}).get(translate.OBJECT_UID)
-        if uid and uid != vmeta.get("uid"):
+        if uid and uid != vmeta.get("uid"):  # without the annotation it is not stale (row 17)
             if judge(synced_class(host)).allowed:
                 return DeleteHost("it belongs to an earlier virtual pod of the same name")
             return RefuseStale()

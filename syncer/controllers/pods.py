@@ -16,6 +16,11 @@ written to the host. A host-side rejection (403/422/400, e.g. RuntimeClass admis
 virtual pod (an affinity term's ignored namespaceSelector, pod-level resources the host dropped) is a
 `SyncWarning` once per host pod created. A host pod that does not carry this vcluster's managed-by label and
 object annotations is never touched.
+
+The trust boundary (podtranslate/trust.py, docs/security.md): `reconcile` reads a virtual pod only through
+`trust.tenant_pod`, which drops every label and annotation the syncer or vcluster give a meaning to, so that what
+the syncer reads back from the host pod later (ownership, the class the pod named, merge bases, token state) is
+only what it wrote itself.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
 from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens
-from syncer.controllers.podtranslate import affinity, tokens
+from syncer.controllers.podtranslate import affinity, tokens, trust
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency
 from syncer.controllers.refusal import Refusal
@@ -322,7 +327,8 @@ class PodReconciler:
             log.warning("pod key %r has no namespace; ignored", key)
             return None
         created = self._created.pop(key, None)
-        vpod = self.virtual_pods.full(key)
+        raw = self.virtual_pods.full(key)
+        vpod = trust.tenant_pod(raw) if raw is not None else None  # the trust boundary: all below reads only this
         hpod = self.host_pods.full(self.host_key(namespace, name))
         action = podplan.plan(vpod, hpod, vcluster_name=self.vcluster_name, namespace=namespace, name=name,
                               judge=lambda rc: self.decide(name, rc), admit=lambda: self._admit(vpod or {}))
@@ -421,7 +427,7 @@ class PodReconciler:
         secret = await self.tokens.apply(vpod, desired)
         created = await self._create_host(vpod, desired, resolution.runtime_class)
         if secret is not None and created is not None:
-            await self.tokens.own(secret, created)
+            await self.tokens.own(vpod, created)
         if created is not None:
             await self._warn_translated(vpod, desired, created)
         if created is not None and default:

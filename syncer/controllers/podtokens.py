@@ -10,12 +10,20 @@ Tokens live `lifetime` seconds and are renewed in place once 80% of it has passe
 the pod reconciler, which looks again when the next renewal is due); a failed renewal is retried with backoff,
 counted in `runtimeclass_syncer_token_renewal_failures_total` and named in `/readyz` until one works
 (podtranslate/tokens.py).
+
+What is written is derived, never named by what is read (docs/security.md): the token Secret's name comes from
+the virtual pod's identity (`secret_name`), and every write or delete of it holds only on the Secret this syncer
+wrote for that pod (its managed-by label and object annotations; vcluster gives a Secret it syncs the virtual
+Secret's name, so a tenant's Secret whose host name collides never matches). A renewal writes only annotations
+`vcluster.loft.sh/token-*` the host pod already has. The renewal state is read only from the host pod, where
+only the syncer writes it (the trust boundary drops a tenant's copy, podtranslate/trust.py).
 """
 
 from __future__ import annotations
 
 import base64
 import logging
+import re
 import secrets
 import string
 from typing import Any
@@ -32,6 +40,12 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 _SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
+_SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # a valid Secret data key (ValidateSecret: IsConfigMapKey)
+
+
+def _pointer(key: str) -> str:
+    """`key` as one JSON-pointer segment (RFC 6901: `~` as `~0`, `/` as `~1`)."""
+    return key.replace("~", "~0").replace("/", "~1")
 
 
 class ServiceAccountTokens:
@@ -102,9 +116,36 @@ class ServiceAccountTokens:
         except ApiError as e:
             if not e.already_exists:
                 raise
-            encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
-            await self.host.patch(SECRETS, name, {"data": encoded}, self.host_namespace)  # an earlier try's
+            await self._write_secret(meta["namespace"], meta["name"], data)  # an earlier try's
         return name
+
+    def _ours(self, namespace: str, name: str) -> list[Obj]:
+        """JSON-patch `test` operations that hold only on the token Secret written for virtual pod
+        `namespace/name`: this vcluster's managed-by label and the pod's object annotations."""
+        return [{"op": "test", "path": f"/metadata/{field}/{_pointer(key)}", "value": value} for field, key, value in (
+            ("labels", translate.MANAGED_BY, self.vcluster_name), ("annotations", translate.OBJECT_NAME, name),
+            ("annotations", translate.OBJECT_NAMESPACE, namespace))]
+
+    async def _write_secret(self, namespace: str, name: str, data: dict[str, str]) -> None:
+        """Write `data` (key -> token) into the token Secret of virtual pod `namespace/name`, only when it is the
+        one written for that pod (`_ours`).
+
+        Raises:
+            ReconcileError: another object holds the Secret's name (the host answered 422 to a failed test).
+            ApiError: the write failed otherwise.
+        """
+        secret = self.secret_name(namespace, name)
+        ops = self._ours(namespace, name) + [
+            {"op": "add", "path": f"/data/{_pointer(k)}", "value": base64.b64encode(v.encode()).decode()}
+            for k, v in data.items()]
+        try:
+            await self.host.patch(SECRETS, secret, ops, self.host_namespace, patch_type="json")
+        except ApiError as e:
+            if e.status != 422:
+                raise
+            raise ReconcileError(f'host secret {self.host_namespace}/{secret} is not the token secret of pod '
+                                 f'{namespace}/{name} (another object holds its name); its tokens are not written '
+                                 f'there: {e.message}') from e
 
     def _renew_at(self) -> float:
         return self.clock.wall() + tokens.RENEW_AFTER * self.lifetime
@@ -128,10 +169,15 @@ class ServiceAccountTokens:
         Raises:
             ApiError, ReconcileError: the renewal failed (recorded in `failing`; retried with backoff).
         """
-        state = tokens.RenewalState.decode(((hpod.get("metadata") or {}).get("annotations") or {}).get(
-            tokens.STATE_ANNOTATION))
-        key = f'{vpod["metadata"]["namespace"]}/{vpod["metadata"]["name"]}'
-        if state is None or not self.lifetime:
+        host_ann = (hpod.get("metadata") or {}).get("annotations") or {}
+        state = tokens.RenewalState.decode(host_ann.get(tokens.STATE_ANNOTATION))
+        vmeta = vpod["metadata"]
+        key = f'{vmeta["namespace"]}/{vmeta["name"]}'
+        if state is not None:  # only the host pod's own token annotations; in Secret mode, only valid Secret keys
+            state = tokens.RenewalState(state.renew_at, {k: a for k, a in state.tokens.items() if (
+                _SECRET_KEY.fullmatch(k) if state.secret else
+                k in host_ann and k.startswith(tokens.TOKEN_ANNOTATION_PREFIX))}, state.secret)
+        if state is None or not state.tokens or not self.lifetime:
             self.failing.pop(key, None)
             return None
         wait = state.renew_at - self.clock.wall()
@@ -139,11 +185,11 @@ class ServiceAccountTokens:
             return wait
         try:
             fresh = {k: await self._request(vpod, audiences) for k, audiences in state.tokens.items()}
-            renewed = tokens.RenewalState(self._renew_at(), state.tokens, state.secret)
+            secret = self.secret_name(vmeta["namespace"], vmeta["name"]) if state.secret else ""  # derived
+            renewed = tokens.RenewalState(self._renew_at(), state.tokens, secret)
             hname = hpod["metadata"]["name"]
-            if state.secret:
-                encoded = {k: base64.b64encode(v.encode()).decode() for k, v in fresh.items()}
-                await self.host.patch(SECRETS, state.secret, {"data": encoded}, self.host_namespace)
+            if secret:
+                await self._write_secret(vmeta["namespace"], vmeta["name"], fresh)
                 ann: Obj = {tokens.STATE_ANNOTATION: renewed.encode()}
             else:
                 ann = {**fresh, tokens.STATE_ANNOTATION: renewed.encode()}
@@ -161,21 +207,34 @@ class ServiceAccountTokens:
                  key, self.host_namespace, hname, int(tokens.RENEW_AFTER * self.lifetime))
         return tokens.RENEW_AFTER * self.lifetime
 
-    async def own(self, name: str, hpod: Obj) -> None:
-        """Make the host pod the owner of its token Secret, so that the Secret goes with the pod."""
-        meta = hpod["metadata"]
+    async def own(self, vpod: Obj, hpod: Obj) -> None:
+        """Make the host pod the owner of the token Secret of virtual pod `vpod`, so that the Secret goes with the
+        pod (only when it is the one written for that pod, `_ours`)."""
+        meta, vmeta = hpod["metadata"], vpod["metadata"]
         owner = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
-        await self.host.patch(SECRETS, name, {"metadata": {"ownerReferences": [owner]}}, self.host_namespace)
+        await self.host.patch(SECRETS, self.secret_name(vmeta["namespace"], vmeta["name"]), [
+            *self._ours(vmeta["namespace"], vmeta["name"]),
+            {"op": "add", "path": "/metadata/ownerReferences", "value": [owner]}], self.host_namespace,
+            patch_type="json")
 
     async def forget(self, namespace: str, name: str) -> None:
         """Virtual pod `namespace/name` is gone and has no host pod: delete a token Secret written for it
-        (it has no owner yet for the garbage collector). Costs nothing when the cache shows none."""
+        (it has no owner yet for the garbage collector). Costs nothing when the cache shows none; a Secret of that
+        name that was not written for this pod (its metadata, read without its data, says so) is left alone."""
         secret = self.secret_name(namespace, name)
         if not self.use_secrets or self.host_secrets is None or \
                 self.host_secrets.get(f"{self.host_namespace}/{secret}") is None:
             return
         try:
-            await self.host.delete(SECRETS, secret, self.host_namespace)
+            meta = (await self.host.get(SECRETS, secret, self.host_namespace, metadata_only=True)).get("metadata")
+            meta = meta if isinstance(meta, dict) else {}
+            labels, ann = meta.get("labels") or {}, meta.get("annotations") or {}
+            if labels.get(translate.MANAGED_BY) != self.vcluster_name or ann.get(translate.OBJECT_NAME) != name or \
+                    ann.get(translate.OBJECT_NAMESPACE) != namespace:
+                log.info("left host secret %s/%s alone: it is not the token secret of virtual pod %s/%s",
+                         self.host_namespace, secret, namespace, name)
+                return
+            await self.host.delete(SECRETS, secret, self.host_namespace, uid=meta.get("uid"))
             log.info("deleted token secret %s/%s: virtual pod %s/%s is gone", self.host_namespace, secret,
                      namespace, name)
         except ApiError as e:

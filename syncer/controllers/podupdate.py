@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.controllers import translate
-from syncer.controllers.podtranslate import downward, hosts, metadata, scheduling, tokens
+from syncer.controllers.podtranslate import downward, hosts, metadata, scheduling, tokens, trust
 
 Obj = dict[str, Any]
 # Annotations the translation derives: they go to the host as translated, never come back, and are not merged.
@@ -70,13 +70,14 @@ def host_label_key(key: str, vcluster_name: str) -> str | None:
 
 def virtual_label_key(key: str, vcluster_name: str) -> str | None:
     """The virtual key of host label `key` (vcluster's `VirtualLabel`), None for the syncer's own labels, a raw
-    key vcluster rewrites (`release`...), and another vcluster's rewritten keys."""
+    key vcluster rewrites (`release`...), another vcluster's rewritten keys, and any key a tenant may not set
+    (podtranslate/trust.py: it would not survive the next trip to the host)."""
     if _system_label(key) or key in translate.TRANSLATED_LABELS:
         return None
     for k in translate.TRANSLATED_LABELS:
         if translate.host_label_key(k, vcluster_name) == key:
             return k
-    return None if key.startswith(translate.LABEL_PREFIX + "-") else key
+    return None if key.startswith(translate.LABEL_PREFIX + "-") or trust.reserved_label(key) else key
 
 
 @dataclass
@@ -116,7 +117,9 @@ def merge_metadata(desired: Obj, host: Obj, vpod: Obj, vcluster_name: str) -> tu
         v_labels, {k: v for k, v in h_labels.items() if not _system_label(k)}, h_ann.get(metadata.LABELS),
         to_host=lambda k: host_label_key(k, vcluster_name), to_virtual=lambda k: virtual_label_key(k, vcluster_name))
     new_hl.update({k: v for k, v in dmeta["labels"].items() if _system_label(k)})
-    new_va, new_ha = metadata.merge_annotations(v_ann, h_ann, excluded=derived_annotation)
+    # keys a tenant may not set (podtranslate/trust.py) go neither way: on the host they stay as the host has them
+    new_va, new_ha = metadata.merge_annotations(
+        v_ann, h_ann, excluded=lambda k: derived_annotation(k) or trust.reserved_annotation(k))
     for k in [k for k in new_ha if derived_annotation(k) and not _host_owned(k)]:
         if k not in dmeta["annotations"]:
             del new_ha[k]

@@ -363,9 +363,12 @@ class KubeClient:
         return await self._json("list", res, "GET", res.path(namespace), query=query,
                                 accept=METADATA_LIST_ACCEPT if metadata_only else "application/json")
 
-    async def get(self, res: APIResource, name: str, namespace: str | None = None) -> Obj:
-        """Get one object. Raises ApiError (404 when missing)."""
-        return await self._json("get", res, "GET", res.path(namespace, name))
+    async def get(self, res: APIResource, name: str, namespace: str | None = None, *,
+                  metadata_only: bool = False) -> Obj:
+        """Get one object; with `metadata_only` a `PartialObjectMetadata` (its metadata, no data or spec). Raises
+        ApiError (404 when missing)."""
+        return await self._json("get", res, "GET", res.path(namespace, name),
+                                accept=METADATA_ACCEPT if metadata_only else "application/json")
 
     async def create(self, res: APIResource, obj: Obj, namespace: str | None = None) -> Obj:
         """Create an object; returns it as stored. Raises ApiError (409 AlreadyExists, 403, 422...)."""
