@@ -131,8 +131,8 @@ def test_validation_reports_every_error_in_document_order() -> None:
     assert e.value.errors == [
         'invalid defaultRuntimeClassName: sync.toHost.pods.runtimeClassName ("kata") is forced on every host '
         "pod, so a default could never apply",
-        "invalid requireRuntimeClassName: Input should be a valid boolean, unable to interpret input",
-        'invalid allowedHandler: unknown field "allowedHandler"',
+        'invalid requireRuntimeClassName: expected a boolean (true or false), got the string "sometimes"',
+        'invalid allowedHandler: unknown field "allowedHandler" (did you mean "allowedHandlers"?)',
         'invalid namespaces["tier in (gold"]: not a valid label selector: unable to parse requirement: '
         "unexpected end of selector 'tier in (gold'",
         'invalid namespaces["tier in (gold"].allowedHandlers: needs sync.fromHost.runtimeClasses.enabled: true '
@@ -285,7 +285,8 @@ async def test_reload_in_place_rename_symlink_swap_and_a_bad_file(clusters: Clus
         logging.getLogger("syncer.config.reload").removeHandler(said)
     assert 'runtimeclass_syncer_policy_reloads_total{result="applied"} 3.0' in metrics
     assert 'runtimeclass_syncer_policy_reloads_total{result="invalid"} 1.0' in metrics
-    assert any('invalid defaultRuntimeClass: unknown field "defaultRuntimeClass"' in line for line in said.lines)
+    assert any('invalid defaultRuntimeClass: unknown field "defaultRuntimeClass" (did you mean '
+               '"defaultRuntimeClassName"?)' in line for line in said.lines)
 
 
 async def test_a_change_made_before_the_watch_is_up_is_applied(tmp_path: Path) -> None:
@@ -451,5 +452,6 @@ async def test_run_with_an_invalid_policy_exits_2_before_any_api_request(cluster
                                  "--virtual-kubeconfig", str(clusters.virtual_kubeconfig), "--host-kubeconfig",
                                  str(clusters.host_kubeconfig), "--vcluster-name", "t", "--host-namespace", HOST_NS)
     assert code == 2
-    assert err.strip() == f'error: {pol}: invalid namespaces["team-a"].allowedHandlers: Input should be a valid list'
+    assert err.strip() == (f'error: {pol}: invalid namespaces["team-a"].allowedHandlers: expected a list, got the '
+                           'string "runsc"')
     assert (len(clusters.host_server.requests), len(clusters.virtual_server.requests)) == before

@@ -33,7 +33,7 @@ SELECTOR_CHARS = ("=", "!", "(", " ")
 class PolicyEntry(BaseModel):
     """The keys a policy sets, at the top level or for a namespace entry (None = not set here)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # a boolean is true or false, as in the vcluster.yaml
 
     defaultRuntimeClassName: str | None = None
     requireRuntimeClassName: bool | None = None
@@ -147,7 +147,7 @@ def parse_policy(document: Any, config: SyncerConfig, source: str = "policy") ->
     try:
         doc = PolicyDocument.model_validate(document)
     except ValidationError as e:
-        for path, msg in _pydantic_errors(e):
+        for path, msg in _pydantic_errors(e, PolicyDocument):
             parts = path.split(".", 2)  # a namespace key is quoted, as it may hold dots: namespaces["a.b/c=d"]
             if parts[0] == "namespaces" and len(parts) > 1:
                 key = path[len("namespaces."):].rsplit(".", 1)[0] if len(parts) > 2 else parts[1]
