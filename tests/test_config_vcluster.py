@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from jsonschema import Draft202012Validator
+from pydantic import BaseModel
 
 from syncer.cli import main as cli_main
 from syncer.config.model import VCLUSTER_KEYS, ConfigError, parse_config
@@ -198,18 +199,37 @@ def test_a_yaml_boolean_written_yes_is_a_boolean(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------------- nulls
 
-@pytest.mark.parametrize("path", PATHS, ids=dotted)
-def test_a_null_key_loads_wherever_the_syncer_reads_one(path: tuple[str, ...]) -> None:
+def _is_zero(value: Any) -> bool:
+    if isinstance(value, BaseModel):
+        return all(_is_zero(getattr(value, name)) for name in type(value).model_fields)
+    return value is None or value in (False, "", {}, [])
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if "[]" not in p], ids=dotted)
+def test_a_null_key_is_the_zero_value_of_its_type(path: tuple[str, ...]) -> None:
     # Helm drops a null key before it checks the values against the schema, so vcluster accepts a null anywhere
-    # (its chart tests set `sync.toHost: null` and `sync: null`); required keys of list items are the exception
-    required: set[tuple[str, ...]] = {("sync", "fromHost", sec, "selector", "matchExpressions", "[]", k)
-                for sec in ("runtimeClasses", "priorityClasses") for k in ("key", "operator")}
-    required.add(("sync", "fromHost", "runtimeClasses", "patches", "[]", "path"))
-    if path in required:
-        with pytest.raises(ConfigError):
-            parse_config(nested(path, None))
-    elif "[]" not in path:
-        parse_config(nested(path, None))
+    # (its chart tests set `sync.toHost: null` and `sync: null`), and its Go struct keeps the zero value
+    value: Any = parse_config(nested(path, None)).raw
+    for part in path:
+        value = getattr(value, part)
+    assert _is_zero(value), (dotted(path), value)
+
+
+@pytest.mark.parametrize(("item", "null", "message"), [
+    # a null is the zero value, "", which these keys do not allow (Kubernetes' label selector rules; a patch path)
+    ({"key": "a", "operator": "Exists"}, "key", "name part must be non-empty"),
+    ({"key": "a", "operator": "Exists"}, "operator", '"" is not a valid label selector operator'),
+    ({"path": "handler", "expression": "value"}, "path", "invalid sync.fromHost.runtimeClasses.patches[0].path: "),
+])
+def test_a_null_required_key_of_a_list_item_is_refused(item: Obj, null: str, message: str) -> None:
+    section = "patches" if "path" in item else "selector"
+    items = [{**item, null: None}]
+    doc = {"sync": {"fromHost": {"runtimeClasses": {section: items if section == "patches" else {
+        "matchExpressions": items}}}}}
+    with pytest.raises(ConfigError) as err:
+        parse_config(doc)
+    (error,) = err.value.errors
+    assert message in error and f"[0].{null}" in error
 
 
 def test_a_null_section_is_the_zero_value_vcluster_runs_with() -> None:
