@@ -21,7 +21,7 @@ from syncer.config.model import ConfigError, parse_config
 from syncer.config.policy import Effective, load_policy, parse_policy
 from syncer.config.reload import watch_policy
 from syncer.controllers.policy import defaulted_message, resolve, usable_classes
-from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
+from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer
 from tests.test_cli import run_cli
@@ -396,6 +396,89 @@ async def test_readme_recipes(clusters: Clusters, recipe: str, synced: dict[str,
         events = (await clusters.virtual.list(EVENTS))["items"]
     assert {k.split("/")[1].split("-x-")[0]: p["spec"]["runtimeClassName"] for k, p in hosts.items()} == synced
     assert {e["involvedObject"]["name"] for e in events if e["reason"] == "SyncWarning"} == refused
+
+
+def coredns_pod() -> Obj:
+    """vcluster's CoreDNS pod as the virtual cluster's ReplicaSet controller makes it from vcluster's manifest
+    (loft-sh/vcluster pkg/coredns/template.go at 487667546: the Deployment `coredns` in kube-system with the
+    chart's default values): no runtimeClassName, service account `coredns`, its ConfigMap volumes."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "coredns-5d78c9869d-x7k2p", "namespace": "kube-system",
+        "labels": {"k8s-app": "vcluster-kube-dns", "pod-template-hash": "5d78c9869d"}},
+        "spec": {
+            "serviceAccountName": "coredns",
+            "nodeSelector": {"kubernetes.io/os": "linux"},
+            "containers": [{
+                "name": "coredns", "image": "coredns/coredns:1.14.2", "imagePullPolicy": "IfNotPresent",
+                "args": ["-conf", "/etc/coredns/Corefile"],
+                "volumeMounts": [{"name": "config-volume", "mountPath": "/etc/coredns", "readOnly": True},
+                                 {"name": "custom-config-volume", "mountPath": "/etc/coredns/custom",
+                                  "readOnly": True}],
+                "securityContext": {"runAsNonRoot": True, "runAsUser": 1001, "runAsGroup": 1001,
+                                    "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                    "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}},
+                "livenessProbe": {"httpGet": {"path": "/health", "port": 8080, "scheme": "HTTP"},
+                                  "initialDelaySeconds": 60, "periodSeconds": 10, "timeoutSeconds": 1,
+                                  "successThreshold": 1, "failureThreshold": 3},
+                "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181, "scheme": "HTTP"},
+                                   "periodSeconds": 2, "timeoutSeconds": 1, "successThreshold": 1,
+                                   "failureThreshold": 3}}],
+            "dnsPolicy": "Default",
+            "volumes": [{"name": "config-volume", "configMap": {"name": "coredns", "items": [
+                {"key": "Corefile", "path": "Corefile"}, {"key": "NodeHosts", "path": "NodeHosts"}]}},
+                {"name": "custom-config-volume", "configMap": {"name": "coredns-custom", "optional": True}}]}}
+
+
+def _strict_without_its_kube_system_entry() -> Obj:
+    doc = yaml.safe_load((EXAMPLES / "policy-strict.yaml").read_text())
+    del doc["namespaces"]["kube-system"]
+    return dict(doc)
+
+
+@pytest.mark.parametrize(("recipe", "dns_class", "tenant_class"), [
+    # (the recipe, the class vcluster's CoreDNS runs with on the host or None if refused, the same for a tenant's
+    # pod naming no class in `default`)
+    ("policy-default.yaml", "gvisor", "gvisor"),
+    ("policy-strict.yaml", "gvisor", None),
+    ("policy-handlers.yaml", "kata-fc", None),
+    ("policy-namespaces.yaml", "gvisor", None),
+    ("policy-mixed.yaml", "gvisor", "gvisor"),
+    (None, None, None),  # issue 23: the strict recipe as it was, without its kube-system entry, refused CoreDNS
+])
+async def test_vclusters_coredns_keeps_running_under_every_recipe(
+        clusters: Clusters, recipe: str | None, dns_class: str | None, tenant_class: str | None) -> None:
+    for doc in yaml.safe_load_all((EXAMPLES / "host-runtimeclasses.yaml").read_text()):
+        if doc:
+            await clusters.host.create(RUNTIMECLASSES, doc)
+    document = yaml.safe_load((EXAMPLES / "vcluster-matchlabels.yaml").read_text())
+    config = parse_config(document)
+    policy = load_policy(EXAMPLES / recipe, config) if recipe else parse_policy(
+        _strict_without_its_kube_system_entry(), config, "strict-as-it-was.yaml")
+    # what vcluster deploys with CoreDNS in the virtual kube-system (the same manifest)
+    await clusters.virtual.create(SERVICEACCOUNTS, {"metadata": {"name": "coredns"}}, "kube-system")
+    await clusters.virtual.create(CONFIGMAPS, {"metadata": {"name": "coredns"}, "data": {
+        "Corefile": ".:1053 {\n    errors\n}\n", "NodeHosts": ""}}, "kube-system")
+    async with running_syncer(clusters, document, policy=policy) as syncer:
+        await clusters.virtual.create(PODS, coredns_pod(), "kube-system")
+        await clusters.virtual.create(PODS, pod("web", None), "default")
+        synced = {name for name, cls in (("coredns-5d78c9869d-x7k2p", dns_class), ("web", tenant_class)) if cls}
+        hosts = await wait_for(clusters.host, PODS, lambda o: len(o) == len(synced), namespace=HOST_NS,
+                               what=f"{len(synced)} host pods")
+        await wait_for(clusters.virtual, EVENTS, lambda o: len([e for e in o.values() if e["reason"] == "SyncWarning"])
+                       == 2 - len(synced), what=f"{2 - len(synced)} refusals")
+        await syncer.wait_idle()
+        events = (await clusters.virtual.list(EVENTS))["items"]
+    got = {p["metadata"]["annotations"]["vcluster.loft.sh/object-name"]: p["spec"]["runtimeClassName"]
+           for p in hosts.values()}
+    assert got == {name: cls for name, cls in (("coredns-5d78c9869d-x7k2p", dns_class), ("web", tenant_class))
+                   if cls}
+    refused = {e["involvedObject"]["name"]: e["message"] for e in events if e["reason"] == "SyncWarning"}
+    if tenant_class is None:
+        assert refused["web"].startswith('did not sync pod "web" to host because ')
+    if dns_class is None:
+        assert refused["coredns-5d78c9869d-x7k2p"] == (
+            'did not sync pod "coredns-5d78c9869d-x7k2p" to host because it names no runtime class and the policy '
+            "requires one: set spec.runtimeClassName (allowed: gvisor, kata-fc, youki)")
 
 
 async def test_forced_class_and_namespace_precedence_over_http(clusters: Clusters) -> None:
