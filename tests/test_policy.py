@@ -481,6 +481,50 @@ async def test_vclusters_coredns_keeps_running_under_every_recipe(
             "requires one: set spec.runtimeClassName (allowed: gvisor, kata-fc, youki)")
 
 
+COREDNS_REFUSED = ("vcluster's CoreDNS in kube-system names no runtime class and would be refused, and the tenants "
+                   "would lose DNS: give kube-system a defaultRuntimeClassName")
+
+
+@pytest.mark.parametrize(("vcluster", "policy", "warning"), [
+    ({}, "requireRuntimeClassName: true\n", f"<top level>: {COREDNS_REFUSED}"),
+    ({}, "allowedHandlers: [runsc]\n", f"<top level>: {COREDNS_REFUSED}"),
+    ({}, "namespaces:\n  kubernetes.io/metadata.name=kube-system: {requireRuntimeClassName: true}\n",
+     f"kubernetes.io/metadata.name=kube-system: {COREDNS_REFUSED}"),  # the label every namespace has
+    ({}, "requireRuntimeClassName: true\nnamespaces:\n  kube-system: {defaultRuntimeClassName: gvisor}\n", ""),
+    ({}, "requireRuntimeClassName: true\nnamespaces:\n  kube-system: {requireRuntimeClassName: false}\n", ""),
+    ({}, "requireRuntimeClassName: true\nnamespaces:\n  team-a: {defaultRuntimeClassName: gvisor}\n",
+     f"<top level>: {COREDNS_REFUSED}"),
+    ({}, "defaultRuntimeClassName: gvisor\nallowedHandlers: [runsc]\n", ""),
+    # no CoreDNS pod in kube-system: vcluster's is off, or runs inside its control plane (chart values)
+    ({"controlPlane": {"coredns": {"enabled": False}}}, "requireRuntimeClassName: true\n", ""),
+    ({"controlPlane": {"coredns": {"embedded": True}}}, "requireRuntimeClassName: true\n", ""),
+    # the forced class satisfies "a class" for CoreDNS too
+    ({"sync": {"toHost": {"pods": {"runtimeClassName": "gvisor"}}}}, "requireRuntimeClassName: true\n", ""),
+])
+def test_validate_warns_when_the_policy_would_refuse_vclusters_coredns(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], vcluster: dict[str, Any], policy: str,
+        warning: str) -> None:
+    from syncer.cli import main
+    cfg = tmp_path / "vcluster.yaml"
+    cfg.write_text(yaml.safe_dump({**rc_config(DEV), **vcluster} if "sync" not in vcluster else vcluster))
+    pol = tmp_path / "policy.yaml"
+    pol.write_text(policy)
+    assert main(["validate", "--config", str(cfg), "--policy", str(pol)]) == 0
+    out, err = capsys.readouterr()
+    assert f"{pol}: valid" in out
+    assert err == (f"warning: {pol}: {warning}\n" if warning else "")
+
+
+def test_the_policy_report_counts_a_refused_coredns_as_a_problem() -> None:
+    from syncer.controllers.policyreport import report
+    config = parse_config(rc_config(DEV))
+    strict = parse_policy({"requireRuntimeClassName": True}, config, "p.yaml")
+    assert report(config, strict, [])["problems"] == [f"<top level>: {COREDNS_REFUSED}"]
+    recipe = load_policy(EXAMPLES / "policy-strict.yaml", config)
+    host = [rc("gvisor", "runsc", {"environment": "development"})]
+    assert report(config, recipe, host)["problems"] == []
+
+
 async def test_forced_class_and_namespace_precedence_over_http(clusters: Clusters) -> None:
     await _host_classes(clusters)
     for name, labels in (("team-a", {"tier": "gold"}), ("b", {"tier": "gold", "zone": "eu"}), ("c", {"zone": "eu"})):

@@ -301,11 +301,21 @@ class HostPathMapper(_Loose):
     central: bool = Field(default=False, description="the mapper is the central one (no physical mounts)")
 
 
+class CoreDNS(_Loose):
+    """`controlPlane.coredns`: whether vcluster runs CoreDNS as a Deployment in the virtual kube-system (a pod the
+    runtime policy judges like any other, vcluster's pkg/coredns/template.go) or inside its control plane."""
+
+    enabled: bool = Field(default=True, description="vcluster deploys CoreDNS for the virtual cluster")
+    embedded: bool = Field(default=False, description="CoreDNS runs inside vcluster's control plane, not as a "
+                                                      "pod in the virtual kube-system")
+
+
 class ControlPlane(_Loose):
-    """`controlPlane`: `advanced` and `hostPathMapper`."""
+    """`controlPlane`: `advanced`, `hostPathMapper` and `coredns`."""
 
     advanced: Advanced = Field(default_factory=Advanced)
     hostPathMapper: HostPathMapper = Field(default_factory=HostPathMapper)
+    coredns: CoreDNS = Field(default_factory=CoreDNS)
 
 
 class NetworkingAdvanced(_Loose):

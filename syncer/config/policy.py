@@ -191,6 +191,24 @@ def parse_policy(document: Any, config: SyncerConfig, source: str = "policy") ->
                               allowedHandlers=doc.allowedHandlers), names, selectors, source)
 
 
+SYSTEM_NAMESPACE = "kube-system"
+
+
+def system_pod_problems(config: SyncerConfig, policy: Policy) -> list[str]:
+    """What the policy refuses of the pods vcluster itself runs in the virtual kube-system: its CoreDNS, a
+    Deployment whose pods name no runtime class (vcluster's pkg/coredns/template.go; none with
+    `controlPlane.coredns.enabled: false` or `embedded: true`). Refused, the tenants lose DNS; a default class
+    for kube-system lets it run (examples/policy-strict.yaml). One message per problem, naming the entry."""
+    coredns = config.raw.controlPlane.coredns
+    if not coredns.enabled or coredns.embedded or config.forced_runtime_class:
+        return []  # no CoreDNS pod, or the forced class gives it one (the handler list judges that for every pod)
+    effective = policy.effective(SYSTEM_NAMESPACE, {"kubernetes.io/metadata.name": SYSTEM_NAMESPACE})
+    if effective.default or not (effective.require or effective.handlers is not None):
+        return []
+    return [f"{effective.entry}: vcluster's CoreDNS in {SYSTEM_NAMESPACE} names no runtime class and would be "
+            f"refused, and the tenants would lose DNS: give {SYSTEM_NAMESPACE} a defaultRuntimeClassName"]
+
+
 def _entry(doc: Any) -> PolicyEntry:
     """The well-formed keys of an entry (its errors are reported by the whole-document validation)."""
     if not isinstance(doc, dict):
