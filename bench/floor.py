@@ -4,8 +4,9 @@ library (aiohttp) and its concurrency (2 RuntimeClass writers, 4 pod writers) an
     python -m bench.floor --host URL --virtual URL
 
 It lists the host RuntimeClasses and creates the matching ones in the virtual cluster, lists the virtual
-pods, creates a host pod for each pod whose class matches (the virtual spec with the host name, labels
-and the vcluster workload service account) and writes one SyncWarning Event for each refused pod. It
+pods, and for each pod whose class matches requests its service-account token from the virtual cluster
+(TokenRequest) and creates its host pod (`host_pod`: a fixed template of vcluster's translation); it writes
+one SyncWarning Event for each refused pod. It
 exits when everything is written.
 """
 
@@ -38,11 +39,47 @@ async def _pool(workers: int, items: list[Obj], work: Callable[[Obj], Awaitable[
     await asyncio.gather(*(worker() for _ in range(workers)))
 
 
-async def _post(session: aiohttp.ClientSession, url: str, body: Obj) -> None:
+async def _post(session: aiohttp.ClientSession, url: str, body: Obj) -> Obj:
     async with session.post(url, data=json.dumps(body), headers=JSON) as resp:
-        await resp.read()
+        data: Obj = json.loads(await resp.read())
         if resp.status >= 400:
             raise RuntimeError(f"POST {url}: {resp.status}")
+        return data
+
+
+def host_pod(pod: Obj, token: str) -> Obj:
+    """The host pod of a benchmark pod, built as a fixed template with the parts of vcluster's translation
+    that make the body the size the syncer's is: the host name, labels and object annotations, the token in
+    an annotation read through the downward API, the host copy of `kube-root-ca.crt`, the workload service
+    account, the virtual cluster's API address and DNS (no controller logic: nothing is looked up)."""
+    meta, spec = pod["metadata"], pod["spec"]
+    ns, name = meta["namespace"], meta["name"]
+    suffix = f"-x-{ns}-x-{VCLUSTER}"
+    host_spec = {k: v for k, v in spec.items() if k not in ("serviceAccount", "nodeName", "volumes")}
+    env = [{"name": "KUBERNETES_SERVICE_HOST", "value": "10.96.0.10"},
+           {"name": "KUBERNETES_SERVICE_PORT", "value": "443"},
+           {"name": "KUBERNETES_PORT", "value": "tcp://10.96.0.10:443"}]
+    host_spec["containers"] = [{**c, "env": [*(c.get("env") or []), *env]} for c in spec["containers"]]
+    host_spec["volumes"] = [{"name": v["name"], "projected": {"defaultMode": 420, "sources": [
+        {"downwardAPI": {"items": [{"path": "token", "fieldRef": {
+            "apiVersion": "v1", "fieldPath": "metadata.annotations['vcluster.loft.sh/token-bench']"}}]}},
+        {"configMap": {"name": f"kube-root-ca.crt{suffix}", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+            "apiVersion": "v1", "fieldPath": "metadata.annotations['vcluster.loft.sh/namespace']"}}]}}]}}
+        for v in spec.get("volumes") or []]
+    host_spec.update(serviceAccountName=f"vc-workload-{VCLUSTER}", automountServiceAccountToken=False,
+                     enableServiceLinks=False, hostname=name, dnsPolicy="None", dnsConfig={
+                         "nameservers": ["10.96.0.11"], "options": [{"name": "ndots", "value": "5"}],
+                         "searches": [f"{ns}.svc.cluster.local", "svc.cluster.local", "cluster.local"]})
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": f"{name}{suffix}",
+        "labels": {**(meta.get("labels") or {}), "vcluster.loft.sh/managed-by": VCLUSTER,
+                   "vcluster.loft.sh/namespace": ns},
+        "annotations": {**(meta.get("annotations") or {}), "vcluster.loft.sh/object-name": name,
+                        "vcluster.loft.sh/object-namespace": ns, "vcluster.loft.sh/object-uid": meta["uid"],
+                        "vcluster.loft.sh/object-kind": "/v1, Kind=Pod", "vcluster.loft.sh/namespace": ns,
+                        "vcluster.loft.sh/token-bench": token}},
+        "spec": host_spec}
 
 
 async def _get(session: aiohttp.ClientSession, url: str) -> Obj:
@@ -77,15 +114,14 @@ async def run(host: str, virtual: str) -> None:
                     "reason": "SyncWarning", "type": "Warning", "count": 1, "source": {"component": "pod-syncer"},
                     "message": f'did not sync pod "{meta["name"]}" to host because its runtime class is refused'})
                 return
-            host_spec = {k: v for k, v in spec.items() if k not in ("serviceAccount", "nodeName")}
-            host_spec["serviceAccountName"] = f"vc-workload-{VCLUSTER}"
-            await _post(session, f"{host}/api/v1/namespaces/{HOST_NAMESPACE}/pods", {
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": f"{meta['name']}-x-{meta['namespace']}-x-{VCLUSTER}",
-                             "labels": {**(meta.get("labels") or {}), "vcluster.loft.sh/managed-by": VCLUSTER},
-                             "annotations": {**(meta.get("annotations") or {}),
-                                             "vcluster.loft.sh/object-uid": meta["uid"]}},
-                "spec": host_spec})
+            review = await _post(session, f"{virtual}/api/v1/namespaces/{meta['namespace']}/serviceaccounts/"
+                                          f"{spec.get('serviceAccountName', 'default')}/token", {
+                "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
+                    "audiences": ["https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",
+                                  "https://kubernetes.default"], "expirationSeconds": 3600,
+                    "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}}})
+            await _post(session, f"{host}/api/v1/namespaces/{HOST_NAMESPACE}/pods",
+                        host_pod(pod, review["status"]["token"]))
 
         await asyncio.gather(_pool(2, list(matching.values()), write_class), _pool(4, pods["items"], write_pod))
 

@@ -205,7 +205,7 @@ class Observer:
 @contextlib.asynccontextmanager
 async def observers(*urls: str) -> AsyncIterator[list[Observer]]:
     """Observers of each collection URL, started (listed) before the block and stopped after it."""
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers={"User-Agent": "bench-observer"}) as session:
         changed = asyncio.Condition()
         obs = [Observer(session, url, changed) for url in urls]
         for o in obs:

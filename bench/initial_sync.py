@@ -7,8 +7,9 @@ and every refused pod has its SyncWarning Event.
 
 from __future__ import annotations
 
+import json
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import harness
@@ -23,6 +24,11 @@ class SyncRun:
     wall: float
     cpu: float
     server_cpu: float
+    requests: dict[str, int] = field(default_factory=dict)  # "<server> <verb> <resource>" -> count, this client's
+
+    @property
+    def request_total(self) -> int:
+        return sum(self.requests.values())
 
 
 async def one(n: int, who: str, config: Path = harness.CONFIG) -> SyncRun:
@@ -48,6 +54,9 @@ async def one(n: int, who: str, config: Path = harness.CONFIG) -> SyncRun:
                     return done
 
                 done_at = await hpods.wait_for(converged)  # any observer's change wakes the check
-                return SyncRun(done_at - proc.started, cpu, harness.cpu_seconds(s.proc.pid) - server_cpu)
+                run = SyncRun(done_at - proc.started, cpu, harness.cpu_seconds(s.proc.pid) - server_cpu)
             finally:
                 proc.stop()
+        counts = json.loads((Path(tmp) / "requests.json").read_text())  # written when the servers stop
+        run.requests = counts.get("runtimeclass-syncer" if who == "syncer" else "Python", {})
+        return run

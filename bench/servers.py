@@ -4,10 +4,11 @@ the syncer's (or the floor's) CPU is measured alone.
     python -m bench.servers --workdir DIR [--classes N] [--pods N]
 
 Seeds, in-process (no HTTP): the host namespace `bench` with what vcluster puts there (its Service, the
-host copy of kube-dns, the workload service account), N host RuntimeClasses of which every even one
-matches the benchmark selector (`tier=tenant`), and N virtual pods of which every fifth names a
-non-matching class (refused). Then it writes `host.kubeconfig` and `virtual.kubeconfig` into DIR, prints
-one JSON line (`{"host": url, "virtual": url, "pid": ...}`) and serves until its standard input closes.
+host copy of kube-dns and of each namespace's kube-root-ca.crt, the workload service account), N host
+RuntimeClasses of which every even one matches the benchmark selector (`tier=tenant`), and N virtual pods
+of which every fifth names a non-matching class (refused). Then it writes `host.kubeconfig` and
+`virtual.kubeconfig` into DIR, prints one JSON line (`{"host": url, "virtual": url, "pid": ...}`) and serves
+until its standard input closes; then it writes every client's request counts to `requests.json` in DIR.
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from kubesim.apiserver import EmbeddedAPIServer
+from kubesim.tokens import kube_api_access_volume
 from kubesim.vcluster import MANAGED_BY, OBJECT_NAME, OBJECT_NAMESPACE
 from kubesim.vcluster import host_name as host_pod_name
-from syncer.kube.resources import NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS, SERVICES, APIResource
+from syncer.kube.resources import CONFIGMAPS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS, SERVICES, APIResource
 
 Obj = dict[str, Any]
 VCLUSTER, HOST_NAMESPACE = "bench", "bench"
 SELECTOR_LABEL = ("tier", "tenant")
 POD_NAMESPACES = ("default", "team-a", "team-b", "team-c")
+TOKEN_VOLUME = "kube-api-access-b3nch"
 
 
 def class_name(i: int) -> str:
@@ -63,20 +66,26 @@ def pod_class(i: int, classes: int) -> int:
 
 
 def virtual_pod(i: int, classes: int, *, rc: str | None = None) -> Obj:
-    """Virtual pod number i: a small web workload (labels, an env, resources, a probe) naming a class."""
+    """Virtual pod number i: a small web workload (labels, an env, resources, a probe) naming a class, with
+    the service-account token volume every pod of a real cluster gets (so its host pod needs a TokenRequest
+    and the host copy of `kube-root-ca.crt`)."""
     name = f"web-{i:05d}"
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": POD_NAMESPACES[i % len(POD_NAMESPACES)],
                          "labels": {"app": "web", "pod-template-hash": "6f9c7d8b5"},
                          "annotations": {"example.com/owner": "tenant"}},
             "spec": {"runtimeClassName": rc if rc is not None else class_name(pod_class(i, classes)),
-                     "automountServiceAccountToken": False,
+                     "serviceAccountName": "default",
                      "containers": [{"name": "web", "image": "nginx:1.27",
                                      "ports": [{"containerPort": 8080, "protocol": "TCP"}],
                                      "env": [{"name": "MODE", "value": "production"}],
                                      "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
                                                    "limits": {"memory": "128Mi"}},
-                                     "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}}}]}}
+                                     "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}},
+                                     "volumeMounts": [{"name": TOKEN_VOLUME, "readOnly": True,
+                                                       "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}],
+                     # what the virtual API server's ServiceAccount admission injects into every pod
+                     "volumes": [kube_api_access_volume(TOKEN_VOLUME)]}}
 
 
 def refused(i: int, classes: int) -> bool:
@@ -109,6 +118,11 @@ def seed(host: EmbeddedAPIServer, virtual: EmbeddedAPIServer, classes: int, pods
         "spec": {"ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]}})
     _put(host, SERVICEACCOUNTS, HOST_NAMESPACE, {"apiVersion": "v1", "kind": "ServiceAccount",
                                                  "metadata": {"name": f"vc-workload-{VCLUSTER}"}})
+    for ns in POD_NAMESPACES:  # vcluster's ConfigMap syncer keeps a host copy of each kube-root-ca.crt
+        _put(host, CONFIGMAPS, HOST_NAMESPACE, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": host_pod_name("kube-root-ca.crt", ns, VCLUSTER), "labels": {MANAGED_BY: VCLUSTER},
+            "annotations": {OBJECT_NAME: "kube-root-ca.crt", OBJECT_NAMESPACE: ns}},
+            "data": {"ca.crt": "-----BEGIN CERTIFICATE-----\nbench CA\n-----END CERTIFICATE-----\n"}})
     for i in range(classes):
         _put(host, RUNTIMECLASSES, "", host_class(i))
     for ns in POD_NAMESPACES[1:]:
@@ -135,6 +149,21 @@ async def serve(workdir: Path, classes: int, pods: int, latency: int = 0) -> Non
         print(json.dumps({"host": host.url, "virtual": virtual.url, "pid": os.getpid()}), flush=True)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, sys.stdin.read)  # the harness closes stdin to stop us
+        (workdir / "requests.json").write_text(json.dumps(request_counts([host, virtual])))
+
+
+def request_counts(servers: list[EmbeddedAPIServer]) -> dict[str, dict[str, int]]:
+    """Requests each client sent, from the servers' audit: {user agent's first word: {"<server> <verb>
+    <resource>": count}}; the harness's own observers (agent `bench-observer`) are left out."""
+    out: dict[str, dict[str, int]] = {}
+    for server in servers:
+        for e in server.audit:
+            agent = e.agent.split("/")[0].split(" ")[0] or "unknown"
+            if agent == "bench-observer":
+                continue
+            key = f"{server.name} {e.verb} {e.resource}"
+            out.setdefault(agent, {})[key] = out.setdefault(agent, {}).get(key, 0) + 1
+    return out
 
 
 def main() -> None:

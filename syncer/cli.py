@@ -33,6 +33,9 @@ EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+VCLUSTER_CONFIG_HELP = ("vcluster's configuration, the values it runs with: the keys the syncer shares with vcluster "
+                        "are read from it and --config holds only sync.fromHost.runtimeClasses; refused while "
+                        "vcluster's own pod or RuntimeClass sync is on (docs/install.md)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,7 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the syncer against a host and a virtual cluster")
     run.add_argument("--config", required=True, help="vcluster.yaml (only sync.fromHost.runtimeClasses and "
                                                      "sync.toHost.pods.runtimeClassName are read)")
+    run.add_argument("--vcluster-config", help=VCLUSTER_CONFIG_HELP)
     run.add_argument("--virtual-kubeconfig", required=True, help="kubeconfig of the virtual cluster")
+    run.add_argument("--virtual-server", type=_server_url,
+                     help="API server URL to use instead of the virtual kubeconfig's own (its CA and credentials "
+                          "stay), e.g. https://localhost:8443 beside vcluster in its pod")
     run.add_argument("--host-kubeconfig", help="kubeconfig of the host cluster (default: in-cluster config)")
     run.add_argument("--vcluster-name", required=True, help="name of the vcluster (host pod names, labels)")
     run.add_argument("--host-namespace", required=True, help="host namespace that receives the pods")
@@ -77,11 +84,13 @@ def _parser() -> argparse.ArgumentParser:
 
     val = sub.add_parser("validate", help="check a vcluster.yaml (and a policy file) and print every error")
     val.add_argument("--config", required=True)
+    val.add_argument("--vcluster-config", help=VCLUSTER_CONFIG_HELP)
     val.add_argument("--policy", help="runtime policy file to check against the vcluster.yaml")
 
     pol = sub.add_parser("policy", help="print the effective runtime policy and, per entry, which host "
                                         "RuntimeClasses tenants may use and why not")
     pol.add_argument("--config", required=True)
+    pol.add_argument("--vcluster-config", help=VCLUSTER_CONFIG_HELP)
     pol.add_argument("--policy", required=True)
     pol.add_argument("--host-kubeconfig", help="kubeconfig of the host cluster (default: in-cluster config)")
     pol.add_argument("-o", "--output", choices=("table", "json"), default="table")
@@ -96,10 +105,11 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load(path: str) -> SyncerConfig | None:
-    from syncer.config.model import ConfigError, load_config
+def _load(path: str, vcluster_path: str | None = None) -> SyncerConfig | None:
+    from syncer.config.model import ConfigError
+    from syncer.config.vcluster import load
     try:
-        return load_config(path)
+        return load(path, vcluster_path)
     except ConfigError as e:
         for msg in e.errors:
             print(f"error: {msg}", file=sys.stderr)
@@ -153,6 +163,13 @@ def _token_lifetime(text: str) -> int:
     return value
 
 
+def _server_url(text: str) -> str:
+    """`--virtual-server`: an http(s) URL (kubeconfig's `server`)."""
+    if not text.startswith(("https://", "http://")) or len(text) <= len("https://"):
+        raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
+    return text
+
+
 GC_THRESHOLDS = (20_000, 10, 10)  # CPython's defaults are (700, 10, 10)
 
 
@@ -195,7 +212,7 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
         agent, timeout = f"{DEFAULT_USER_AGENT} ({identity})", args.request_timeout
         try:
             virtual = await KubeClient.from_kubeconfig(args.virtual_kubeconfig, "virtual", request_timeout=timeout,
-                                                       user_agent=agent)
+                                                       user_agent=agent, server=args.virtual_server)
             cleanup.push_async_callback(virtual.close)
             host = (await KubeClient.from_kubeconfig(args.host_kubeconfig, "host", request_timeout=timeout,
                                                      user_agent=agent) if args.host_kubeconfig
@@ -281,12 +298,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "run":
         gc.enable()
     if args.command == "validate":
-        config = _load(args.config)
+        config = _load(args.config, args.vcluster_config)
         policy_ok, policy = _load_policy(args.policy, config) if config is not None else (False, None)
         if config is None or (config.rc.patches and not asyncio.run(_check_patches(config))) or not policy_ok:
             return EXIT_CONFIG
         print(f"{args.config}: valid (runtime class sync {'enabled' if config.enabled else 'disabled'}, "
               f"selector: {str(config.selector) or '<everything>'})")
+        if args.vcluster_config:
+            print(f"{args.vcluster_config}: the syncer can run beside it (vcluster's own pod and RuntimeClass sync "
+                  "off, one host namespace)")
         if policy is not None:
             print(f"{args.policy}: valid")
             from syncer.config.policy import system_pod_problems
@@ -295,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     if args.command == "run":
         logs.setup(args.log_format, getattr(logging, args.log_level.upper()))
-        config = _load(args.config)  # before any API request
+        config = _load(args.config, args.vcluster_config)  # before any API request
         if config is None:
             return EXIT_CONFIG
         ok, policy = _load_policy(args.policy, config)
@@ -303,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_CONFIG
         return asyncio.run(_serve(args, config, policy))
     if args.command == "policy":
-        config = _load(args.config)
+        config = _load(args.config, args.vcluster_config)
         if config is None:
             return EXIT_CONFIG
         ok, policy = _load_policy(args.policy, config)

@@ -139,8 +139,10 @@ class KubeClient:
 
     @classmethod
     async def from_kubeconfig(cls, path: str, cluster: str, context: str | None = None,
-                              request_timeout: float = 30.0, user_agent: str = DEFAULT_USER_AGENT) -> KubeClient:
-        """Build a client from a kubeconfig file (its current context unless `context` is given).
+                              request_timeout: float = 30.0, user_agent: str = DEFAULT_USER_AGENT,
+                              server: str | None = None) -> KubeClient:
+        """Build a client from a kubeconfig file (its current context unless `context` is given); `server`, when
+        given, replaces the cluster's `server` URL (the CA and credentials stay, as with kubectl's --server).
 
         Raises:
             kubernetes_asyncio.config.ConfigException: the file is missing or unusable.
@@ -148,6 +150,8 @@ class KubeClient:
         cfg = k8s_client.Configuration()
         await k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
                                           persist_config=False)
+        if server:
+            cfg.host = server.rstrip("/")
         return cls(k8s_client.ApiClient(configuration=cfg), cluster, request_timeout, user_agent)
 
     @classmethod

@@ -1,0 +1,205 @@
+"""The syncer's configuration beside vcluster's own: `--config` with `--vcluster-config` (run, validate, policy).
+
+In a real install (docs/install.md) each setting lives in one place:
+
+- `--config FILE` holds the syncer's own section, `sync.fromHost.runtimeClasses` (enabled, selector, patches),
+  and nothing else. It is the only place that section is set.
+- `--vcluster-config FILE` is vcluster's configuration, the values vcluster runs with (the chart renders the
+  keys the syncer reads from the same values it writes into vcluster's `vc-config-<release>` Secret). The keys
+  the syncer shares with vcluster (`sync.toHost.pods.*`, `sync.toHost.configMaps/secrets.all`,
+  `controlPlane.advanced.workloadServiceAccount`, ...) are read from there, never set twice.
+
+The configuration in force is vcluster's with `sync.fromHost.runtimeClasses` taken from `--config`. Refused, each
+with its file and field path (exit 2 before any API request):
+
+- vcluster's own pod sync on: `sync.toHost.pods.enabled` true, or absent (vcluster's default is true: the chart's
+  values.yaml). Two pod syncers would fight over every pod (vcluster `pkg/controllers/resources/register.go`,
+  `getSyncers`, starts `pods.New` on that key).
+- vcluster's own RuntimeClass syncer on: `sync.fromHost.runtimeClasses.enabled` true in vcluster's config
+  (`getSyncers` starts `runtimeclasses.New` on it; with patches open-source vcluster fails on every class with
+  its Pro-feature error, `pkg/pro/patches.go`), or a selector or patches left there, which nothing would read.
+- multi-namespace mode (`sync.toHost.namespaces.enabled`): pods are synced into one host namespace only.
+- private nodes (`privateNodes.enabled`): tenant pods run on the virtual cluster's own nodes, not on the host.
+
+Without `--vcluster-config`, `--config` is a whole vcluster.yaml (the demo, the tests, a file made by hand) and
+only the two unsupported modes are refused.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from syncer.config.model import RC_PATH, ConfigError, SyncerConfig, load_config, parse_config
+
+# vcluster's default of `sync.toHost.pods.enabled` (loft-sh/vcluster chart/values.yaml, every supported version)
+VCLUSTER_POD_SYNC_DEFAULT = True
+
+
+def _read(path: str | Path, what: str) -> Any:
+    """The parsed YAML document of `path` (None for an empty file).
+
+    Raises:
+        ConfigError: the file cannot be read or is not YAML.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError([f"cannot read {what} {path}: {e.strerror or e}"]) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError([f"cannot parse {what} {path}: {e}"]) from None
+
+
+def _get(doc: Any, dotted: str) -> tuple[bool, Any]:
+    """(present, value) of a dotted key path in a parsed document."""
+    for key in dotted.split("."):
+        if not isinstance(doc, dict) or key not in doc:
+            return False, None
+        doc = doc[key]
+    return True, doc
+
+
+def _switch(doc: Any, dotted: str, default: bool) -> tuple[bool | None, str | None]:
+    """The value of a boolean switch: (value, None), or (None, error) when it is not a boolean.
+    An absent key or a null value is `default` (as vcluster fills defaults in)."""
+    present, value = _get(doc, dotted)
+    if not present or value is None:
+        return default, None
+    if isinstance(value, bool):
+        return value, None
+    return None, f"invalid {dotted}: must be true or false, not {value!r}"
+
+
+def unsupported_modes(document: Any) -> list[str]:
+    """Errors for the vcluster modes the syncer does not support, as `invalid <path>: <reason>`.
+
+    Sources: multi-namespace mode is `sync.toHost.namespaces.enabled` (vcluster `pkg/setup/controller_context.go`
+    `getLocalCacheOptions` then watches every host namespace); private nodes is `privateNodes.enabled`
+    (`pkg/setup/controllers.go`: tenant pods run on the virtual cluster's own nodes).
+    """
+    errors: list[str] = []
+    namespaces, err = _switch(document, "sync.toHost.namespaces.enabled", False)
+    if err:
+        errors.append(err)
+    elif namespaces:
+        errors.append("invalid sync.toHost.namespaces.enabled: multi-namespace mode is not supported: "
+                      "runtimeclass-syncer syncs every pod into the one host namespace (--host-namespace)")
+    private, err = _switch(document, "privateNodes.enabled", False)
+    if err:
+        errors.append(err)
+    elif private:
+        errors.append("invalid privateNodes.enabled: private nodes are not supported: tenant pods run on the "
+                      "virtual cluster's own nodes and are never synced to the host")
+    return errors
+
+
+def vcluster_conflicts(document: Any) -> list[str]:
+    """Errors for a vcluster configuration the syncer cannot run beside, as `invalid <path>: <reason>`, in this
+    order: pod sync, RuntimeClass sync (switch, selector, patches), then `unsupported_modes`.
+
+    `document` is vcluster's configuration (chart values, merged with the chart's defaults or not: an absent
+    `sync.toHost.pods.enabled` is vcluster's default, true).
+    """
+    errors: list[str] = []
+    pods, err = _switch(document, "sync.toHost.pods.enabled", VCLUSTER_POD_SYNC_DEFAULT)
+    if err:
+        errors.append(err)
+    elif pods:
+        errors.append("invalid sync.toHost.pods.enabled: vcluster's own pod sync is on (true is vcluster's "
+                      "default); set it to false: runtimeclass-syncer syncs this virtual cluster's pods to the "
+                      "host, and two pod syncers would fight over every pod")
+    rcs, err = _switch(document, f"{RC_PATH}.enabled", False)
+    if err:
+        errors.append(err)
+    elif rcs:
+        errors.append(f"invalid {RC_PATH}.enabled: vcluster would sync RuntimeClasses too (two writers of every "
+                      "virtual RuntimeClass; with patches open-source vcluster fails on each); keep it false in "
+                      "vcluster's config: the syncer's own section (--config) turns RuntimeClass sync on")
+    for key in ("selector", "patches"):
+        present, value = _get(document, f"{RC_PATH}.{key}")
+        if present and value not in (None, {}, []):
+            errors.append(f"invalid {RC_PATH}.{key}: set in vcluster's config, where nothing reads it; it belongs "
+                          "in the syncer's own section (--config), the one place it is read")
+    return errors + unsupported_modes(document)
+
+
+def _foreign_keys(document: dict[str, Any]) -> list[str]:
+    """The topmost key paths of the syncer's own file that are not part of `sync.fromHost.runtimeClasses`."""
+    out: list[str] = []
+    for key, value in document.items():
+        if key != "sync":
+            out.append(str(key))
+            continue
+        for sub, sub_value in (value.items() if isinstance(value, dict) else []):
+            if sub != "fromHost":
+                out.append(f"sync.{sub}")
+                continue
+            out += [f"sync.fromHost.{k}" for k in (sub_value if isinstance(sub_value, dict) else {})
+                    if k != "runtimeClasses"]
+    return out
+
+
+def load_beside_vcluster(config_path: str | Path, vcluster_path: str | Path) -> SyncerConfig:
+    """The configuration in force: vcluster's (`vcluster_path`) with `sync.fromHost.runtimeClasses` from the
+    syncer's own file (`config_path`).
+
+    Returns:
+        SyncerConfig whose `source` is the combined document (what patches see as `context.vcluster.config`).
+    Raises:
+        ConfigError: every problem, each as `<file>: invalid <path>: <reason>` (or what could not be read).
+    """
+    own = _read(config_path, "config")
+    vcluster = _read(vcluster_path, "vcluster config")
+    errors: list[str] = []
+    for doc, path in ((own, config_path), (vcluster, vcluster_path)):
+        if doc is not None and not isinstance(doc, dict):
+            errors.append(f"{path}: invalid config: the document must be a mapping, not {type(doc).__name__}")
+    if errors:
+        raise ConfigError(errors)
+    own, vcluster = own or {}, vcluster or {}
+    errors += [f"{config_path}: invalid {key}: the syncer's own file holds only {RC_PATH}; {key} is read from "
+               f"vcluster's config ({vcluster_path})" for key in _foreign_keys(own)]
+    present, section = _get(own, RC_PATH)
+    if not present:
+        errors.append(f"{config_path}: invalid {RC_PATH}: missing: this file holds the syncer's own section")
+    errors += [f"{vcluster_path}: {e}" for e in vcluster_conflicts(vcluster)]
+    # Each file's own validation errors name that file: the section alone, then vcluster's keys without it.
+    try:
+        parse_config({"sync": {"fromHost": {"runtimeClasses": section}}})
+    except ConfigError as e:
+        errors += [f"{config_path}: {m}" for m in e.errors]
+    without_section = copy.deepcopy(vcluster)
+    sync = without_section.get("sync")
+    from_host = sync.get("fromHost") if isinstance(sync, dict) else None
+    if isinstance(from_host, dict):
+        from_host.pop("runtimeClasses", None)
+    try:
+        parse_config(without_section)
+    except ConfigError as e:
+        errors += [f"{vcluster_path}: {m}" for m in e.errors]
+    if errors:
+        raise ConfigError(errors)
+    sync = vcluster.get("sync") or {}  # a mapping or null: parse_config refused anything else
+    combined = {**vcluster, "sync": {**sync, "fromHost": {**(sync.get("fromHost") or {}), "runtimeClasses": section}}}
+    return parse_config(combined)
+
+
+def load(config_path: str | Path, vcluster_path: str | Path | None = None) -> SyncerConfig:
+    """What `run`, `validate` and `policy` load: `load_beside_vcluster` with `--vcluster-config`, else the whole
+    vcluster.yaml `config_path` (`model.load_config`) with the unsupported modes refused.
+
+    Raises:
+        ConfigError: every problem found.
+    """
+    if vcluster_path is not None:
+        return load_beside_vcluster(config_path, vcluster_path)
+    config = load_config(config_path)
+    errors = unsupported_modes(config.source)
+    if errors:
+        raise ConfigError(errors)
+    return config
