@@ -413,49 +413,63 @@ def _load(rel: str, case: int | None) -> Obj:
     return doc
 
 
-def refused_by_the_chart_rules(values: Obj) -> str:
-    """Why the syncer must refuse these values whatever its own section says ("" if it need not): vcluster's
-    private nodes, or its multi-namespace mode (issue 23's refusals of configs the sidecar cannot run in)."""
+def unsupported_mode(values: Obj) -> str:
+    """The vcluster mode of these values the syncer cannot run in (docs/install.md), or "": private nodes or
+    multi-namespace mode. Such a config loads, and `validate` refuses it naming only that key."""
     if (values.get("privateNodes") or {}).get("enabled") is True:
-        return "privateNodes.enabled: the tenants' pods do not run on the host"
-    namespaces = ((values.get("sync") or {}).get("toHost") or {}).get("namespaces") or {}
-    multi = ((values.get("experimental") or {}).get("multiNamespaceMode") or {}).get("enabled")
-    if namespaces.get("enabled") is True or multi is True:
-        return "multi-namespace mode: host pods are not in one namespace"
+        return "privateNodes.enabled"
+    if (((values.get("sync") or {}).get("toHost") or {}).get("namespaces") or {}).get("enabled") is True:
+        return "sync.toHost.namespaces.enabled"
     return ""
 
 
 DEPLOY = yaml.safe_load((REPO / "deploy" / "vcluster.yaml").read_text(encoding="utf-8"))
+# The syncer's own file as deploy/vcluster.yaml's ConfigMap holds it (docs/install.md, "One writer per resource")
+SECTION: Obj = {"enabled": True, "selector": {"matchLabels": {"environment": "development"}}}
+
+
+def install(values: Obj, version: str) -> tuple[Obj, Obj]:
+    """(the syncer's own file, the values vcluster runs with) for a user's vcluster.yaml installed as
+    docs/install.md says: deploy/vcluster.yaml merged into it, a `sync.fromHost.runtimeClasses` of its own moved
+    into the syncer's file (vcluster's stays at its default), rendered over the chart's values of `version`."""
+    values = helm_merge(values, DEPLOY)
+    sync = values.get("sync") if isinstance(values.get("sync"), dict) else {}
+    from_host = sync.get("fromHost") if isinstance(sync.get("fromHost"), dict) else {}
+    section = from_host.get("runtimeClasses")
+    if not isinstance(section, dict) or not (section.get("enabled") is True or section.get("selector")
+                                             or section.get("patches")):
+        section = None  # vcluster's default (off), or nothing: the sidecar's section is deploy/vcluster.yaml's
+    else:
+        values = {**values, "sync": {**sync, "fromHost": {k: v for k, v in from_host.items() if k != "runtimeClasses"}}}
+    own = {"sync": {"fromHost": {"runtimeClasses": section or SECTION}}}
+    return own, helm_coalesce(values, chart_values(version))
 
 
 @pytest.mark.parametrize(("version", "rel", "case"), list(_configs()))
 def test_vclusters_own_configs_load(version: str, rel: str, case: int | None, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     values = _load(rel, case)
-    # 1. the file as written (what a user checks: a vcluster.yaml is a fragment over the chart's values)
+    # 1. the file as written: a whole vcluster.yaml, or a fragment of one
     parse_config(values)
-    # 2. with the sidecar's values (deploy/vcluster.yaml) merged in, as the README's install steps say
-    ours = helm_merge(values, DEPLOY)
-    # 3. and as the chart renders it into the config Secret the sidecar reads (/var/lib/vcluster/config.yaml)
-    rendered = parse_config(helm_coalesce(ours, chart_values(version)))
-    wanted = DEPLOY["sync"]["fromHost"]["runtimeClasses"]["selector"]["matchLabels"]
-    assert rendered.enabled and rendered.rc.selector is not None
-    assert rendered.rc.selector.matchLabels.items() >= wanted.items()  # merged with the file's own labels, if any
-    why = refused_by_the_chart_rules(helm_coalesce(ours, chart_values(version)))
-    if why:  # the chart rules refuse it through `validate`: checked above through the model only
-        return
-    # 4. through the command line a user runs on the merged file
-    cfg = tmp_path / "vcluster.yaml"
-    cfg.write_text(yaml.safe_dump(ours), encoding="utf-8")
-    code = cli_main(["validate", "--config", str(cfg)])
+    # 2. installed beside the sidecar: the two files it reads, through the command line (in process)
+    own, runs_with = install(values, version)
+    own_file, vcluster_file = tmp_path / "runtimeclass-syncer.yaml", tmp_path / "vcluster.yaml"
+    own_file.write_text(yaml.safe_dump(own), encoding="utf-8")
+    vcluster_file.write_text(yaml.safe_dump(runs_with), encoding="utf-8")
+    code = cli_main(["validate", "--config", str(own_file), "--vcluster-config", str(vcluster_file)])
     out, err = capsys.readouterr()
-    assert (code, err) == (0, ""), err
-    assert out.startswith(f"{cfg}: valid (runtime class sync enabled, ")
+    mode = unsupported_mode(runs_with)
+    if mode:  # refused, and for that reason only
+        assert code == 2 and err.startswith(f"error: {vcluster_file}: invalid {mode}: "), err
+        assert len(err.splitlines()) == 1, err
+    else:
+        assert (code, err) == (0, ""), err
+        assert out.startswith(f"{own_file}: valid (runtime class sync ")
 
 
-def test_the_table_covers_every_config_and_the_chart_rules_refuse_only_some() -> None:
+def test_the_table_covers_every_config_and_some_are_in_an_unsupported_mode() -> None:
     cases = list(_configs())
     assert len(cases) == 4 + 3 + 25 + 202  # values.yaml of 4 minors, test/, e2e/, the chart tests' set blocks
-    refused = [c.id for c in cases if refused_by_the_chart_rules(helm_coalesce(
-        helm_merge(_load(c.values[1], c.values[2]), DEPLOY), chart_values(c.values[0])))]
-    assert 0 < len(refused) < 20, refused
+    modes = [unsupported_mode(install(_load(rel, case), version)[1])
+             for version, rel, case in (c.values for c in cases)]
+    assert modes.count("privateNodes.enabled") == 9 and modes.count("sync.toHost.namespaces.enabled") == 4
