@@ -1,11 +1,11 @@
 """vcluster's own configurations load, and every key the syncer reads is as strict as vcluster's schema
 (issue 23, item 4).
 
-The oracle is vcluster itself, copied into tests/data/vcluster-configs/ (SOURCE.md: which commit and tag each
-file comes from; Apache-2.0, vcluster's LICENSE there): its chart's `values.schema.json` of the next minor and
-of the two before it, the chart's `values.yaml` of those minors and of v0.26 (the older image shape), its e2e
-`vcluster-*.yaml` (Go templates, filled as its e2e suite fills them), `test/*.yaml`, and the `set:` blocks of
-its chart's helm-unittest suites.
+The oracle is vcluster itself (Apache-2.0, vcluster's LICENSE beside each copy): its chart's `values.schema.json`
+and `values.yaml` of the next minor and of the two before it (tests/data/vcluster-chart-*, the charts
+tests/test_chart.py renders), and in tests/data/vcluster-configs/ (SOURCE.md: which commit and tag each file comes
+from) the chart's `values.yaml` of v0.26 (the older image shape), its e2e `vcluster-*.yaml` (Go templates, filled
+as its e2e suite fills them), `test/*.yaml`, and the `set:` blocks of its chart's helm-unittest suites.
 """
 
 from __future__ import annotations
@@ -31,12 +31,16 @@ from syncer.controllers.podtranslate.options import PodOptions
 Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "vcluster-configs"
+CHARTS = {"main": REPO / "tests" / "data" / "vcluster-chart-main-487667546",
+          "v0.36.1": REPO / "tests" / "data" / "vcluster-chart-0.36.1",
+          "v0.35.3": REPO / "tests" / "data" / "vcluster-chart-0.35.3",
+          "v0.26.5": DATA / "v0.26.5"}
 SCHEMA_VERSIONS = ("main", "v0.36.1", "v0.35.3")
 OURS = json.loads((REPO / "config" / "schema.json").read_text(encoding="utf-8"))  # the keys the syncer reads
 
 
 def vcluster_schema(version: str) -> Obj:
-    schema: Obj = json.loads((DATA / version / "values.schema.json").read_text(encoding="utf-8"))
+    schema: Obj = json.loads((CHARTS[version] / "values.schema.json").read_text(encoding="utf-8"))
     return schema
 
 
@@ -331,7 +335,7 @@ def test_an_image_written_as_a_string_is_split_as_vcluster_splits_it(image: str,
 def test_the_v0_26_chart_values_give_the_image_vcluster_uses() -> None:
     # v0.26 wrote `image: "library/alpine:3.20"`; vcluster splits it (registry "", repository "alpine") and its
     # pod translator fills the registry with docker.io (pkg/controllers/resources/pods/translate/translator.go)
-    values = yaml.safe_load((DATA / "v0.26.5" / "values.yaml").read_text(encoding="utf-8"))
+    values = chart_values("v0.26.5")
     assert values["sync"]["toHost"]["pods"]["rewriteHosts"]["initContainer"]["image"] == "library/alpine:3.20"
     assert PodOptions.from_config(parse_config(values)).rewrite_hosts_image == "docker.io/library/alpine:3.20"
 
@@ -376,14 +380,14 @@ def helm_coalesce(user: Obj, chart: Obj) -> Obj:
 @functools.cache
 def chart_values(version: str) -> Obj:
     """The chart's values.yaml of a version (never modified: the merges copy what they change)."""
-    values = yaml.safe_load((DATA / version / "values.yaml").read_text(encoding="utf-8"))
+    values = yaml.safe_load((CHARTS[version] / "values.yaml").read_text(encoding="utf-8"))
     assert isinstance(values, dict)
     return values
 
 
 def _configs() -> Iterator[Any]:
     for version in ("main", "v0.36.1", "v0.35.3", "v0.26.5"):
-        yield pytest.param(version, f"{version}/values.yaml", None, id=f"{version}/values.yaml")
+        yield pytest.param(version, "values.yaml", None, id=f"{version}/values.yaml")
     for path in sorted((DATA / "main" / "test").glob("*.yaml")):
         yield pytest.param("main", f"main/test/{path.name}", None, id=f"test/{path.name}")
     for path in sorted((DATA / "main" / "e2e").glob("vcluster-*.yaml")):
@@ -402,7 +406,9 @@ def _suite(rel: str) -> Obj:
     return suite
 
 
-def _load(rel: str, case: int | None) -> Obj:
+def _load(version: str, rel: str, case: int | None) -> Obj:
+    if rel == "values.yaml":  # the chart's own values
+        return chart_values(version)
     if case is not None:  # a chart test's `set:` block (the values helm-unittest renders the chart with)
         values = _suite(rel)["tests"][case]["set"] or {}
         assert isinstance(values, dict)
@@ -448,7 +454,7 @@ def install(values: Obj, version: str) -> tuple[Obj, Obj]:
 @pytest.mark.parametrize(("version", "rel", "case"), list(_configs()))
 def test_vclusters_own_configs_load(version: str, rel: str, case: int | None, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    values = _load(rel, case)
+    values = _load(version, rel, case)
     # 1. the file as written: a whole vcluster.yaml, or a fragment of one
     parse_config(values)
     # 2. installed beside the sidecar: the two files it reads, through the command line (in process)
@@ -470,6 +476,6 @@ def test_vclusters_own_configs_load(version: str, rel: str, case: int | None, tm
 def test_the_table_covers_every_config_and_some_are_in_an_unsupported_mode() -> None:
     cases = list(_configs())
     assert len(cases) == 4 + 3 + 25 + 202  # values.yaml of 4 minors, test/, e2e/, the chart tests' set blocks
-    modes = [unsupported_mode(install(_load(rel, case), version)[1])
+    modes = [unsupported_mode(install(_load(version, rel, case), version)[1])
              for version, rel, case in (c.values for c in cases)]
     assert modes.count("privateNodes.enabled") == 9 and modes.count("sync.toHost.namespaces.enabled") == 4

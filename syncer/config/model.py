@@ -516,7 +516,7 @@ def _pydantic_errors(err: ValidationError, root: type[BaseModel] | None = None) 
 
 # vcluster's keys on the way to `sync.fromHost.runtimeClasses`: the union of the `properties` of vcluster's
 # chart/values.schema.json at these levels, from v0.20.6 (the first vcluster.yaml) to main 487667546 (a test
-# checks that the schemas of the supported minors in tests/data/vcluster-configs/ are covered). A key at one of
+# checks that the schemas of the supported minors in tests/data/vcluster-chart-*/ are covered). A key at one of
 # these levels that is none of these but close to one is an error: the section it meant would be read as absent.
 VCLUSTER_KEYS: dict[tuple[str, ...], frozenset[str]] = {
     (): frozenset({
