@@ -347,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.enable()
     if args.command == "validate":
         config = _load(args.config, args.vcluster_config)
-        policy_ok = config is not None and _load_policy(args.policy, config)[0]
+        policy_ok, policy = _load_policy(args.policy, config) if config is not None else (False, None)
         if config is None or (config.rc.patches and not asyncio.run(_check_patches(config))) or not policy_ok:
             return EXIT_CONFIG
         print(f"{args.config}: valid (runtime class sync {'enabled' if config.enabled else 'disabled'}, "
@@ -355,8 +355,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.vcluster_config:
             print(f"{args.vcluster_config}: the syncer can run beside it (vcluster's own pod and RuntimeClass sync "
                   "off, one host namespace)")
-        if args.policy:
+        if policy is not None:
             print(f"{args.policy}: valid")
+            from syncer.config.policy import system_pod_problems
+            for problem in system_pod_problems(config, policy):  # valid, but vcluster's own DNS would be refused
+                print(f"warning: {args.policy}: {problem}", file=sys.stderr)
         return EXIT_OK
     if args.command == "run":
         logs.setup(args.log_format, getattr(logging, args.log_level.upper()))

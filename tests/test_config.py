@@ -55,12 +55,14 @@ def test_combined_example_selects_like_the_docs() -> None:
 
 def test_unknown_keys_inside_the_section_are_errors() -> None:
     assert errors_of({"sync": {"fromHost": {"runtimeClasses": {"enabled": True, "selectr": {}}}}}) == [
-        'invalid sync.fromHost.runtimeClasses.selectr: unknown field "selectr"']
+        'invalid sync.fromHost.runtimeClasses.selectr: unknown field "selectr" (did you mean "selector"?)']
     assert errors_of({"sync": {"fromHost": {"runtimeClasses": {"selector": {"matchLabel": {}}}}}}) == [
-        'invalid sync.fromHost.runtimeClasses.selector.matchLabel: unknown field "matchLabel"']
+        'invalid sync.fromHost.runtimeClasses.selector.matchLabel: unknown field "matchLabel" (did you mean '
+        '"matchLabels"?)']
     assert errors_of({"sync": {"fromHost": {"runtimeClasses": {"selector": {"matchExpressions": [
         {"key": "a", "operator": "Exists", "value": ["x"]}]}}}}}) == [
-        'invalid sync.fromHost.runtimeClasses.selector.matchExpressions[0].value: unknown field "value"']
+        'invalid sync.fromHost.runtimeClasses.selector.matchExpressions[0].value: unknown field "value" (did you '
+        'mean "values"?)']
 
 
 def test_selector_errors_name_the_field() -> None:
@@ -73,8 +75,8 @@ def test_selector_errors_name_the_field() -> None:
 
 
 def test_type_errors_name_the_field() -> None:
-    errs = errors_of({"sync": {"fromHost": {"runtimeClasses": {"enabled": "maybe"}}}})
-    assert len(errs) == 1 and errs[0].startswith("invalid sync.fromHost.runtimeClasses.enabled: ")
+    assert errors_of({"sync": {"fromHost": {"runtimeClasses": {"enabled": "maybe"}}}}) == [
+        'invalid sync.fromHost.runtimeClasses.enabled: expected a boolean (true or false), got the string "maybe"']
 
 
 @pytest.mark.parametrize(("patches", "message"), [

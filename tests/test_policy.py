@@ -21,7 +21,7 @@ from syncer.config.model import ConfigError, parse_config
 from syncer.config.policy import Effective, load_policy, parse_policy
 from syncer.config.reload import watch_policy
 from syncer.controllers.policy import defaulted_message, resolve, usable_classes
-from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES
+from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer
 from tests.test_cli import run_cli
@@ -131,8 +131,8 @@ def test_validation_reports_every_error_in_document_order() -> None:
     assert e.value.errors == [
         'invalid defaultRuntimeClassName: sync.toHost.pods.runtimeClassName ("kata") is forced on every host '
         "pod, so a default could never apply",
-        "invalid requireRuntimeClassName: Input should be a valid boolean, unable to interpret input",
-        'invalid allowedHandler: unknown field "allowedHandler"',
+        'invalid requireRuntimeClassName: expected a boolean (true or false), got the string "sometimes"',
+        'invalid allowedHandler: unknown field "allowedHandler" (did you mean "allowedHandlers"?)',
         'invalid namespaces["tier in (gold"]: not a valid label selector: unable to parse requirement: '
         "unexpected end of selector 'tier in (gold'",
         'invalid namespaces["tier in (gold"].allowedHandlers: needs sync.fromHost.runtimeClasses.enabled: true '
@@ -285,7 +285,8 @@ async def test_reload_in_place_rename_symlink_swap_and_a_bad_file(clusters: Clus
         logging.getLogger("syncer.config.reload").removeHandler(said)
     assert 'runtimeclass_syncer_policy_reloads_total{result="applied"} 3.0' in metrics
     assert 'runtimeclass_syncer_policy_reloads_total{result="invalid"} 1.0' in metrics
-    assert any('invalid defaultRuntimeClass: unknown field "defaultRuntimeClass"' in line for line in said.lines)
+    assert any('invalid defaultRuntimeClass: unknown field "defaultRuntimeClass" (did you mean '
+               '"defaultRuntimeClassName"?)' in line for line in said.lines)
 
 
 async def test_a_change_made_before_the_watch_is_up_is_applied(tmp_path: Path) -> None:
@@ -397,6 +398,133 @@ async def test_readme_recipes(clusters: Clusters, recipe: str, synced: dict[str,
     assert {e["involvedObject"]["name"] for e in events if e["reason"] == "SyncWarning"} == refused
 
 
+def coredns_pod() -> Obj:
+    """vcluster's CoreDNS pod as the virtual cluster's ReplicaSet controller makes it from vcluster's manifest
+    (loft-sh/vcluster pkg/coredns/template.go at 487667546: the Deployment `coredns` in kube-system with the
+    chart's default values): no runtimeClassName, service account `coredns`, its ConfigMap volumes."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "coredns-5d78c9869d-x7k2p", "namespace": "kube-system",
+        "labels": {"k8s-app": "vcluster-kube-dns", "pod-template-hash": "5d78c9869d"}},
+        "spec": {
+            "serviceAccountName": "coredns",
+            "nodeSelector": {"kubernetes.io/os": "linux"},
+            "containers": [{
+                "name": "coredns", "image": "coredns/coredns:1.14.2", "imagePullPolicy": "IfNotPresent",
+                "args": ["-conf", "/etc/coredns/Corefile"],
+                "volumeMounts": [{"name": "config-volume", "mountPath": "/etc/coredns", "readOnly": True},
+                                 {"name": "custom-config-volume", "mountPath": "/etc/coredns/custom",
+                                  "readOnly": True}],
+                "securityContext": {"runAsNonRoot": True, "runAsUser": 1001, "runAsGroup": 1001,
+                                    "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                    "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}},
+                "livenessProbe": {"httpGet": {"path": "/health", "port": 8080, "scheme": "HTTP"},
+                                  "initialDelaySeconds": 60, "periodSeconds": 10, "timeoutSeconds": 1,
+                                  "successThreshold": 1, "failureThreshold": 3},
+                "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181, "scheme": "HTTP"},
+                                   "periodSeconds": 2, "timeoutSeconds": 1, "successThreshold": 1,
+                                   "failureThreshold": 3}}],
+            "dnsPolicy": "Default",
+            "volumes": [{"name": "config-volume", "configMap": {"name": "coredns", "items": [
+                {"key": "Corefile", "path": "Corefile"}, {"key": "NodeHosts", "path": "NodeHosts"}]}},
+                {"name": "custom-config-volume", "configMap": {"name": "coredns-custom", "optional": True}}]}}
+
+
+def _strict_without_its_kube_system_entry() -> Obj:
+    doc = yaml.safe_load((EXAMPLES / "policy-strict.yaml").read_text())
+    del doc["namespaces"]["kube-system"]
+    return dict(doc)
+
+
+@pytest.mark.parametrize(("recipe", "dns_class", "tenant_class"), [
+    # (the recipe, the class vcluster's CoreDNS runs with on the host or None if refused, the same for a tenant's
+    # pod naming no class in `default`)
+    ("policy-default.yaml", "gvisor", "gvisor"),
+    ("policy-strict.yaml", "gvisor", None),
+    ("policy-handlers.yaml", "kata-fc", None),
+    ("policy-namespaces.yaml", "gvisor", None),
+    ("policy-mixed.yaml", "gvisor", "gvisor"),
+    (None, None, None),  # issue 23: the strict recipe as it was, without its kube-system entry, refused CoreDNS
+])
+async def test_vclusters_coredns_keeps_running_under_every_recipe(
+        clusters: Clusters, recipe: str | None, dns_class: str | None, tenant_class: str | None) -> None:
+    for doc in yaml.safe_load_all((EXAMPLES / "host-runtimeclasses.yaml").read_text()):
+        if doc:
+            await clusters.host.create(RUNTIMECLASSES, doc)
+    document = yaml.safe_load((EXAMPLES / "vcluster-matchlabels.yaml").read_text())
+    config = parse_config(document)
+    policy = load_policy(EXAMPLES / recipe, config) if recipe else parse_policy(
+        _strict_without_its_kube_system_entry(), config, "strict-as-it-was.yaml")
+    # what vcluster deploys with CoreDNS in the virtual kube-system (the same manifest)
+    await clusters.virtual.create(SERVICEACCOUNTS, {"metadata": {"name": "coredns"}}, "kube-system")
+    await clusters.virtual.create(CONFIGMAPS, {"metadata": {"name": "coredns"}, "data": {
+        "Corefile": ".:1053 {\n    errors\n}\n", "NodeHosts": ""}}, "kube-system")
+    async with running_syncer(clusters, document, policy=policy) as syncer:
+        await clusters.virtual.create(PODS, coredns_pod(), "kube-system")
+        await clusters.virtual.create(PODS, pod("web", None), "default")
+        synced = {name for name, cls in (("coredns-5d78c9869d-x7k2p", dns_class), ("web", tenant_class)) if cls}
+        hosts = await wait_for(clusters.host, PODS, lambda o: len(o) == len(synced), namespace=HOST_NS,
+                               what=f"{len(synced)} host pods")
+        await wait_for(clusters.virtual, EVENTS, lambda o: len([e for e in o.values() if e["reason"] == "SyncWarning"])
+                       == 2 - len(synced), what=f"{2 - len(synced)} refusals")
+        await syncer.wait_idle()
+        events = (await clusters.virtual.list(EVENTS))["items"]
+    got = {p["metadata"]["annotations"]["vcluster.loft.sh/object-name"]: p["spec"]["runtimeClassName"]
+           for p in hosts.values()}
+    assert got == {name: cls for name, cls in (("coredns-5d78c9869d-x7k2p", dns_class), ("web", tenant_class))
+                   if cls}
+    refused = {e["involvedObject"]["name"]: e["message"] for e in events if e["reason"] == "SyncWarning"}
+    if tenant_class is None:
+        assert refused["web"].startswith('did not sync pod "web" to host because ')
+    if dns_class is None:
+        assert refused["coredns-5d78c9869d-x7k2p"] == (
+            'did not sync pod "coredns-5d78c9869d-x7k2p" to host because it names no runtime class and the policy '
+            "requires one: set spec.runtimeClassName (allowed: gvisor, kata-fc, youki)")
+
+
+COREDNS_REFUSED = ("vcluster's CoreDNS in kube-system names no runtime class and would be refused, and the tenants "
+                   "would lose DNS: give kube-system a defaultRuntimeClassName")
+
+
+@pytest.mark.parametrize(("vcluster", "policy", "warning"), [
+    ({}, "requireRuntimeClassName: true\n", f"<top level>: {COREDNS_REFUSED}"),
+    ({}, "allowedHandlers: [runsc]\n", f"<top level>: {COREDNS_REFUSED}"),
+    ({}, "namespaces:\n  kubernetes.io/metadata.name=kube-system: {requireRuntimeClassName: true}\n",
+     f"kubernetes.io/metadata.name=kube-system: {COREDNS_REFUSED}"),  # the label every namespace has
+    ({}, "requireRuntimeClassName: true\nnamespaces:\n  kube-system: {defaultRuntimeClassName: gvisor}\n", ""),
+    ({}, "requireRuntimeClassName: true\nnamespaces:\n  kube-system: {requireRuntimeClassName: false}\n", ""),
+    ({}, "requireRuntimeClassName: true\nnamespaces:\n  team-a: {defaultRuntimeClassName: gvisor}\n",
+     f"<top level>: {COREDNS_REFUSED}"),
+    ({}, "defaultRuntimeClassName: gvisor\nallowedHandlers: [runsc]\n", ""),
+    # no CoreDNS pod in kube-system: vcluster's is off, or runs inside its control plane (chart values)
+    ({"controlPlane": {"coredns": {"enabled": False}}}, "requireRuntimeClassName: true\n", ""),
+    ({"controlPlane": {"coredns": {"embedded": True}}}, "requireRuntimeClassName: true\n", ""),
+    # the forced class satisfies "a class" for CoreDNS too
+    ({"sync": {"toHost": {"pods": {"runtimeClassName": "gvisor"}}}}, "requireRuntimeClassName: true\n", ""),
+])
+def test_validate_warns_when_the_policy_would_refuse_vclusters_coredns(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], vcluster: dict[str, Any], policy: str,
+        warning: str) -> None:
+    from syncer.cli import main
+    cfg = tmp_path / "vcluster.yaml"
+    cfg.write_text(yaml.safe_dump({**rc_config(DEV), **vcluster} if "sync" not in vcluster else vcluster))
+    pol = tmp_path / "policy.yaml"
+    pol.write_text(policy)
+    assert main(["validate", "--config", str(cfg), "--policy", str(pol)]) == 0
+    out, err = capsys.readouterr()
+    assert f"{pol}: valid" in out
+    assert err == (f"warning: {pol}: {warning}\n" if warning else "")
+
+
+def test_the_policy_report_counts_a_refused_coredns_as_a_problem() -> None:
+    from syncer.controllers.policyreport import report
+    config = parse_config(rc_config(DEV))
+    strict = parse_policy({"requireRuntimeClassName": True}, config, "p.yaml")
+    assert report(config, strict, [])["problems"] == [f"<top level>: {COREDNS_REFUSED}"]
+    recipe = load_policy(EXAMPLES / "policy-strict.yaml", config)
+    host = [rc("gvisor", "runsc", {"environment": "development"})]
+    assert report(config, recipe, host)["problems"] == []
+
+
 async def test_forced_class_and_namespace_precedence_over_http(clusters: Clusters) -> None:
     await _host_classes(clusters)
     for name, labels in (("team-a", {"tier": "gold"}), ("b", {"tier": "gold", "zone": "eu"}), ("c", {"zone": "eu"})):
@@ -451,5 +579,6 @@ async def test_run_with_an_invalid_policy_exits_2_before_any_api_request(cluster
                                  "--virtual-kubeconfig", str(clusters.virtual_kubeconfig), "--host-kubeconfig",
                                  str(clusters.host_kubeconfig), "--vcluster-name", "t", "--host-namespace", HOST_NS)
     assert code == 2
-    assert err.strip() == f'error: {pol}: invalid namespaces["team-a"].allowedHandlers: Input should be a valid list'
+    assert err.strip() == (f'error: {pol}: invalid namespaces["team-a"].allowedHandlers: expected a list, got the '
+                           'string "runsc"')
     assert (len(clusters.host_server.requests), len(clusters.virtual_server.requests)) == before

@@ -4,7 +4,15 @@ Source: vcluster's config reference for `sync.fromHost.runtimeClasses` (../share
 behaviour.md section 1. Every other key of a vcluster.yaml is accepted and ignored, so a real
 vcluster.yaml loads. Unknown keys are errors only inside `sync.fromHost.runtimeClasses` (and inside
 its selector, the selector's expressions, and each patch), where a typo would silently change what is
-synced.
+synced, and on the way there (the top level, `sync`, `sync.fromHost`) when a key is not one of
+vcluster's but close to one (`fromhost`, `runtimeClass`): such a section would be read as absent.
+
+Types are as strict as vcluster's `values.schema.json` (Helm refuses the values otherwise, and vcluster's
+`yaml.UnmarshalStrict` into its Go structs refuses them too): a boolean is `true` or `false`, never
+`"yes"` or `1`; a string is never a number. A null is read as vcluster reads it: Helm removes a
+null key from the values before the chart renders them (the chart's default with it), and vcluster's
+Go structs start from their zero values, so a null key, or a null section, is the zero value of its
+type (`false`, `""`, empty; for a section, every key in it).
 
 Errors are reported as `invalid <dotted path>: <reason>`, e.g.
 `invalid sync.fromHost.runtimeClasses.selector: "Foo" is not a valid label selector operator (at
@@ -13,13 +21,16 @@ sync.fromHost.runtimeClasses.selector.matchExpressions[0].operator)`.
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from syncer.config.selector import Selector, from_label_selector, label_selector_errors
 from syncer.config.tolerations import TolerationError, parse_toleration
@@ -33,20 +44,45 @@ _M = TypeVar("_M", bound=BaseModel)
 UNPATCHABLE_PATHS = ("metadata.name", "metadata.namespace", "apiVersion", "kind")
 
 
-class _Loose(BaseModel):
+def _zero(annotation: Any) -> Any:
+    """The zero value of a field's type, as a Go struct field of that type has it: None for an optional
+    field, `false`, `""`, empty for a list or a mapping, and for a section every one of its keys' zero."""
+    args = get_args(annotation)
+    if type(None) in args:
+        return None
+    if get_origin(annotation) is Annotated:
+        return _zero(args[0])
+    origin = get_origin(annotation) or annotation
+    if isinstance(origin, type) and issubclass(origin, BaseModel):
+        return {name: _zero(f.annotation) for name, f in origin.model_fields.items()}
+    return {bool: False, str: "", dict: {}, list: []}[origin]
+
+
+class _Section(BaseModel):
+    """A mapping of vcluster.yaml: types as strict as vcluster's schema; a null key is its zero value."""
+
+    model_config = ConfigDict(strict=True, populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls(cls, data: Any) -> Any:
+        """Helm drops a null key (the chart's default with it); vcluster's Go struct then keeps its zero."""
+        if isinstance(data, dict) and any(v is None for v in data.values()):
+            fields = cls.model_fields
+            return {k: _zero(fields[k].annotation) if v is None and k in fields else v for k, v in data.items()}
+        return data
+
+
+class _Loose(_Section):
     """A vcluster.yaml section whose other keys belong to vcluster and are ignored."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore")
 
 
-class _Strict(BaseModel):
+class _Strict(_Section):
     """A section owned by this sidecar: unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-def _none_to_empty(value: Any, empty: Any) -> Any:
-    return empty if value is None else value
+    model_config = ConfigDict(extra="forbid")
 
 
 class Enabled(_Loose):
@@ -62,11 +98,6 @@ class LabelSelectorRequirement(_Strict):
     operator: str = Field(description="In, NotIn, Exists or DoesNotExist")
     values: list[str] = Field(default_factory=list, description="for In/NotIn: at least one; else none")
 
-    @field_validator("values", mode="before")
-    @classmethod
-    def _values(cls, v: Any) -> Any:
-        return _none_to_empty(v, [])
-
 
 class LabelSelector(_Strict):
     """A metav1.LabelSelector: matchLabels and matchExpressions, ANDed."""
@@ -75,15 +106,6 @@ class LabelSelector(_Strict):
     matchExpressions: list[LabelSelectorRequirement] = Field(
         default_factory=list, description="requirements, ANDed with each other and with matchLabels")
 
-    @field_validator("matchLabels", mode="before")
-    @classmethod
-    def _labels(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
-
-    @field_validator("matchExpressions", mode="before")
-    @classmethod
-    def _expressions(cls, v: Any) -> Any:
-        return _none_to_empty(v, [])
 
     def compile(self) -> Selector:
         """Validate with the Kubernetes rules and return a matcher.
@@ -126,32 +148,17 @@ class RuntimeClassesSync(_Strict):
     selector: LabelSelector | None = Field(default=None, description="which host RuntimeClasses; absent: all")
     patches: list[Patch] = Field(default_factory=list, description="JavaScript patches on the virtual copies")
 
-    @field_validator("patches", mode="before")
-    @classmethod
-    def _patches(cls, v: Any) -> Any:
-        return _none_to_empty(v, [])
-
 
 class NodeSelectorLabels(_Loose):
     """`sync.fromHost.nodes.selector`: only `labels` is read."""
 
     labels: dict[str, str] = Field(default_factory=dict, description="host pods are kept to nodes with these labels")
 
-    @field_validator("labels", mode="before")
-    @classmethod
-    def _labels(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
-
 
 class NodesSync(_Loose):
     """`sync.fromHost.nodes`: only `selector.labels` is read."""
 
     selector: NodeSelectorLabels = Field(default_factory=NodeSelectorLabels)
-
-    @field_validator("selector", mode="before")
-    @classmethod
-    def _selector(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
 
 
 class PriorityClassesSync(_Loose):
@@ -170,36 +177,54 @@ class FromHost(_Loose):
     priorityClasses: PriorityClassesSync = Field(default_factory=PriorityClassesSync)
     nodes: NodesSync = Field(default_factory=NodesSync)
 
-    @field_validator("priorityClasses", "nodes", mode="before")
-    @classmethod
-    def _pcs(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
+
+def parse_image_ref(ref: str) -> dict[str, str]:
+    """An image reference as vcluster's `ParseImageRef` splits it (config/default_extra_values.go):
+    `[registry/]repository[:tag]`, where the first part is a registry when it holds `.` or `:`, and a
+    leading `library/` of the repository is dropped. `"registry:5000/some/repo:sometag"` ->
+    `{"registry": "registry:5000", "repository": "some/repo", "tag": "sometag"}`."""
+    registry, rest = "", ref
+    first, sep, tail = ref.partition("/")
+    if sep and any(c in first for c in ".:"):
+        registry, rest = first, tail
+    repository, _, tag = rest.partition(":")
+    return {"registry": registry, "repository": repository.removeprefix("library/"), "tag": tag}
 
 
 class ImageRef(_Loose):
-    """An image of vcluster's chart: registry, repository, tag."""
+    """An image of vcluster's chart: registry, repository, tag. A string is read as vcluster reads it since
+    the key became an object in v0.27 (`Image.UnmarshalJSON`: the charts up to v0.26 wrote
+    `image: "library/alpine:3.20"`, and vcluster still parses that on upgrade)."""
 
     registry: str = Field(default="mirror.gcr.io", description="registry; empty: Docker Hub")
     repository: str = Field(default="library/alpine", description="repository")
     tag: str = Field(default="3.20", description="tag")
 
-    @field_validator("registry", "repository", "tag", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _strings(cls, v: Any) -> Any:
-        return _none_to_empty(v, "")
+    def _string(cls, data: Any) -> Any:
+        return parse_image_ref(data) if isinstance(data, str) else data
+
+
+def _quantities(value: Any) -> Any:
+    """A resource map's numbers as quantity strings (`cpu: 1` -> `"1"`, `cpu: 0.5` -> `"0.5"`): vcluster's
+    schema leaves the values untyped, and Kubernetes reads a JSON number as a quantity."""
+    if not isinstance(value, dict):
+        return value
+    return {k: format(Decimal(repr(v)), "f") if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+            for k, v in value.items()}
+
+
+Quantities = Annotated[dict[str, str], BeforeValidator(_quantities,
+                                                       json_schema_input_type=dict[str, str | int | float])]
 
 
 class ContainerResources(_Loose):
     """`limits` and `requests` of a container vcluster adds, as quantity strings."""
 
-    limits: dict[str, str] = Field(default_factory=lambda: {"cpu": "30m", "memory": "64Mi"}, description="limits")
-    requests: dict[str, str] = Field(default_factory=lambda: {"cpu": "30m", "memory": "64Mi"},
+    limits: Quantities = Field(default_factory=lambda: {"cpu": "30m", "memory": "64Mi"}, description="limits")
+    requests: Quantities = Field(default_factory=lambda: {"cpu": "30m", "memory": "64Mi"},
                                      description="requests")
-
-    @field_validator("limits", "requests", mode="before")
-    @classmethod
-    def _maps(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
 
 
 class RewriteHostsInitContainer(_Loose):
@@ -208,22 +233,12 @@ class RewriteHostsInitContainer(_Loose):
     image: ImageRef = Field(default_factory=ImageRef)
     resources: ContainerResources = Field(default_factory=ContainerResources)
 
-    @field_validator("image", "resources", mode="before")
-    @classmethod
-    def _sections(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
-
 
 class RewriteHosts(_Loose):
     """`sync.toHost.pods.rewriteHosts`: an init container makes a pod with a subdomain resolve its FQDN."""
 
     enabled: bool = Field(default=True, description="add the /etc/hosts init container to pods with a subdomain")
     initContainer: RewriteHostsInitContainer = Field(default_factory=RewriteHostsInitContainer)
-
-    @field_validator("initContainer", mode="before")
-    @classmethod
-    def _init(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
 
 
 class ToHostPods(_Loose):
@@ -237,26 +252,6 @@ class ToHostPods(_Loose):
     enforceTolerations: list[str] = Field(
         default_factory=list, description="tolerations added to every host pod: key[=value][:effect] or *")
     rewriteHosts: RewriteHosts = Field(default_factory=RewriteHosts)
-
-    @field_validator("runtimeClassName", "priorityClassName", mode="before")
-    @classmethod
-    def _rcn(cls, v: Any) -> Any:
-        return _none_to_empty(v, "")
-
-    @field_validator("translateImage", mode="before")
-    @classmethod
-    def _images(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
-
-    @field_validator("enforceTolerations", mode="before")
-    @classmethod
-    def _tolerations(cls, v: Any) -> Any:
-        return _none_to_empty(v, [])
-
-    @field_validator("rewriteHosts", mode="before")
-    @classmethod
-    def _rewrite(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
 
 
 class ToHostAll(_Loose):
@@ -277,12 +272,6 @@ class ToHost(_Loose):
     resourceClaims: Enabled = Field(default_factory=Enabled)
     resourceClaimTemplates: Enabled = Field(default_factory=Enabled)
 
-    @field_validator("pods", "configMaps", "secrets", "priorityClasses", "serviceAccounts", "resourceClaims",
-                     "resourceClaimTemplates", mode="before")
-    @classmethod
-    def _sections(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
-
 
 class Sync(_Loose):
     """`sync`: `fromHost.runtimeClasses`, what the pod translation reads of `toHost`, and priority classes."""
@@ -296,11 +285,6 @@ class WorkloadServiceAccount(_Loose):
 
     name: str = Field(default="", description="host service account of tenant pods; empty: vc-workload-<name>")
 
-    @field_validator("name", mode="before")
-    @classmethod
-    def _name(cls, v: Any) -> Any:
-        return _none_to_empty(v, "")
-
 
 class Advanced(_Loose):
     """`controlPlane.advanced`: `workloadServiceAccount` and `defaultImageRegistry`."""
@@ -308,21 +292,6 @@ class Advanced(_Loose):
     workloadServiceAccount: WorkloadServiceAccount = Field(default_factory=WorkloadServiceAccount)
     defaultImageRegistry: str = Field(default="", description="registry of the images vcluster adds, if set")
     virtualScheduler: Enabled = Field(default_factory=Enabled)
-
-    @field_validator("defaultImageRegistry", mode="before")
-    @classmethod
-    def _registry(cls, v: Any) -> Any:
-        return _none_to_empty(v, "")
-
-    @field_validator("virtualScheduler", mode="before")
-    @classmethod
-    def _scheduler(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
-
-    @field_validator("workloadServiceAccount", mode="before")
-    @classmethod
-    def _wsa(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
 
 
 class HostPathMapper(_Loose):
@@ -332,16 +301,21 @@ class HostPathMapper(_Loose):
     central: bool = Field(default=False, description="the mapper is the central one (no physical mounts)")
 
 
+class CoreDNS(_Loose):
+    """`controlPlane.coredns`: whether vcluster runs CoreDNS as a Deployment in the virtual kube-system (a pod the
+    runtime policy judges like any other, vcluster's pkg/coredns/template.go) or inside its control plane."""
+
+    enabled: bool = Field(default=True, description="vcluster deploys CoreDNS for the virtual cluster")
+    embedded: bool = Field(default=False, description="CoreDNS runs inside vcluster's control plane, not as a "
+                                                      "pod in the virtual kube-system")
+
+
 class ControlPlane(_Loose):
-    """`controlPlane`: `advanced` and `hostPathMapper`."""
+    """`controlPlane`: `advanced`, `hostPathMapper` and `coredns`."""
 
     advanced: Advanced = Field(default_factory=Advanced)
     hostPathMapper: HostPathMapper = Field(default_factory=HostPathMapper)
-
-    @field_validator("advanced", "hostPathMapper", mode="before")
-    @classmethod
-    def _advanced(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
+    coredns: CoreDNS = Field(default_factory=CoreDNS)
 
 
 class NetworkingAdvanced(_Loose):
@@ -355,11 +329,6 @@ class Networking(_Loose):
 
     advanced: NetworkingAdvanced = Field(default_factory=NetworkingAdvanced)
 
-    @field_validator("advanced", mode="before")
-    @classmethod
-    def _advanced(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
-
 
 class SyncSettings(_Loose):
     """`experimental.syncSettings`: only `setOwner` is read."""
@@ -372,11 +341,6 @@ class Experimental(_Loose):
 
     syncSettings: SyncSettings = Field(default_factory=SyncSettings)
 
-    @field_validator("syncSettings", mode="before")
-    @classmethod
-    def _settings(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
-
 
 class Policies(_Loose):
     """`policies`: only `podSecurityStandard` is read."""
@@ -384,10 +348,9 @@ class Policies(_Loose):
     podSecurityStandard: str = Field(default="", description="virtual pods must meet this Pod Security Standard "
                                                              "(privileged, baseline, restricted) to be synced")
 
-    @field_validator("podSecurityStandard", mode="before")
+    @field_validator("podSecurityStandard")
     @classmethod
-    def _level(cls, v: Any) -> Any:
-        v = _none_to_empty(v, "")
+    def _level(cls, v: str) -> str:
         if v not in ("", "privileged", "baseline", "restricted"):
             raise ValueError(f'"{v}" is not a Pod Security Standard (privileged, baseline or restricted)')
         return v
@@ -401,21 +364,6 @@ class VClusterConfig(_Loose):
     networking: Networking = Field(default_factory=Networking)
     experimental: Experimental = Field(default_factory=Experimental)
     policies: Policies = Field(default_factory=Policies)
-
-    @field_validator("networking", "experimental", "policies", mode="before")
-    @classmethod
-    def _sections(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
-
-    @field_validator("controlPlane", mode="before")
-    @classmethod
-    def _control_plane(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
-
-    @field_validator("sync", mode="before")
-    @classmethod
-    def _sync(cls, v: Any) -> Any:
-        return _none_to_empty(v, {})
 
 
 class ConfigError(Exception):
@@ -488,16 +436,111 @@ def _loc_to_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _pydantic_errors(err: ValidationError) -> list[tuple[str, str]]:
-    """(field path, message) for each pydantic error."""
+# What a strict type error expected (pydantic's error type -> words) and what YAML gave instead.
+_EXPECTED = {"bool_type": "a boolean (true or false)", "string_type": "a string", "list_type": "a list",
+             "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping",
+             "int_type": "an integer", "float_type": "a number"}
+
+
+def _given(value: Any) -> str:
+    """What YAML gave, in words: `the string "yes"`, `the integer 1`, `a mapping`, `null`."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value)}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value!r}"
+    words = {dict: "a mapping", list: "a list", type(None): "null"}
+    return words.get(type(value), f"a {type(value).__name__} ({value})")
+
+
+def _unwrap(annotation: Any) -> Any:
+    """`X` of `X | None` and of `Annotated[X, ...]`."""
+    while True:
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if get_origin(annotation) is Annotated or (type(None) in get_args(annotation) and len(args) == 1):
+            annotation = args[0]
+        else:
+            return annotation
+
+
+def _keys_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the model `root` accepts in the mapping at `loc` (a pydantic error location: field names,
+    list indexes and mapping keys); [] when `loc` does not lead to a model."""
+    annotation: Any = root
+    for part in loc:
+        annotation = _unwrap(annotation)
+        if get_origin(annotation) in (list, dict):
+            annotation = get_args(annotation)[-1]
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel) and part in annotation.model_fields:
+            annotation = annotation.model_fields[str(part)].annotation
+        else:
+            return []
+    annotation = _unwrap(annotation)
+    return list(annotation.model_fields) if isinstance(annotation, type) and issubclass(annotation, BaseModel) else []
+
+
+def did_you_mean(key: str, known: Iterable[str]) -> str | None:
+    """The known key `key` is a misspelling of, if any: the same letters in another case, or close by
+    difflib's ratio (at least 0.75: `runtimeClass` -> `runtimeClasses`, `fromhost` -> `fromHost`)."""
+    by_lower = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.75)
+    return by_lower[close[0]] if close else None
+
+
+def unknown_key_message(path: str, key: str, known: Iterable[str]) -> str:
+    """`invalid <path>: unknown field "<key>"`, with ` (did you mean "<k>"?)` for a near miss."""
+    suggestion = did_you_mean(key, known)
+    return f'invalid {path}: unknown field "{key}"' + (f' (did you mean "{suggestion}"?)' if suggestion else "")
+
+
+def _pydantic_errors(err: ValidationError, root: type[BaseModel] | None = None) -> list[tuple[str, str]]:
+    """(field path, message) for each pydantic error; with the `root` model that was validated, an unknown
+    key names the known one it is close to."""
     out: list[tuple[str, str]] = []
     for e in err.errors():
-        path = _loc_to_path(tuple(e["loc"]))
+        loc = tuple(e["loc"])
+        path = _loc_to_path(loc)
         if e["type"] == "extra_forbidden":
-            out.append((path, f'invalid {path}: unknown field "{e["loc"][-1]}"'))
+            known = _keys_at(root, loc[:-1]) if root is not None else []
+            out.append((path, unknown_key_message(path, str(loc[-1]), known)))
+        elif e["type"] in _EXPECTED:
+            out.append((path, f"invalid {path}: expected {_EXPECTED[e['type']]}, got {_given(e['input'])}"))
         else:
             msg = str(e["msg"]).removeprefix("Value error, ")  # a validator's own words stand alone
             out.append((path, f"invalid {path}: {msg}"))
+    return out
+
+
+# vcluster's keys on the way to `sync.fromHost.runtimeClasses`: the union of the `properties` of vcluster's
+# chart/values.schema.json at these levels, from v0.20.6 (the first vcluster.yaml) to main 487667546 (a test
+# checks that the schemas of the supported minors in tests/data/vcluster-chart-*/ are covered). A key at one of
+# these levels that is none of these but close to one is an error: the section it meant would be read as absent.
+VCLUSTER_KEYS: dict[tuple[str, ...], frozenset[str]] = {
+    (): frozenset({
+        "controlPlane", "deletion", "deploy", "experimental", "exportKubeConfig", "external", "global",
+        "integrations", "logging", "networking", "platform", "plugin", "plugins", "policies", "privateNodes",
+        "pro", "rbac", "serviceCIDR", "sleep", "sleepMode", "snapshots", "sync", "telemetry"}),
+    ("sync",): frozenset({"fromHost", "toHost"}),
+    ("sync", "fromHost"): frozenset({
+        "configMaps", "csiDrivers", "csiNodes", "csiStorageCapacities", "customResources", "deviceClasses",
+        "events", "gatewayClasses", "gateways", "ingressClasses", "nodes", "priorityClasses", "runtimeClasses",
+        "secrets", "storageClasses", "volumeSnapshotClasses"}),
+}
+
+
+def _misspelt_sections(document: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path, message) for each key on the way to `sync.fromHost.runtimeClasses` that is not vcluster's but
+    close to one of its keys (other unknown keys there are left to vcluster, whose newer versions add keys)."""
+    out: list[tuple[str, str]] = []
+    for level, known in VCLUSTER_KEYS.items():
+        node = _sub(document, *level) if level else document
+        for key in node if isinstance(node, dict) else ():
+            if isinstance(key, str) and key not in known and did_you_mean(key, known):
+                path = ".".join((*level, key))
+                out.append((path, unknown_key_message(path, key, known)))
     return out
 
 
@@ -556,7 +599,8 @@ def parse_config(document: Any) -> SyncerConfig:
     try:
         raw = VClusterConfig.model_validate(document)
     except ValidationError as e:
-        errors += _pydantic_errors(e)
+        errors += _pydantic_errors(e, VClusterConfig)
+    errors += _misspelt_sections(document)
     # The rules a schema cannot express are checked too, on whatever parts are well-formed, so that one run
     # reports every error (behaviour.md section 7).
     rc_doc = _sub(document, "sync", "fromHost", "runtimeClasses")

@@ -33,7 +33,7 @@ SELECTOR_CHARS = ("=", "!", "(", " ")
 class PolicyEntry(BaseModel):
     """The keys a policy sets, at the top level or for a namespace entry (None = not set here)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # a boolean is true or false, as in the vcluster.yaml
 
     defaultRuntimeClassName: str | None = None
     requireRuntimeClassName: bool | None = None
@@ -147,7 +147,7 @@ def parse_policy(document: Any, config: SyncerConfig, source: str = "policy") ->
     try:
         doc = PolicyDocument.model_validate(document)
     except ValidationError as e:
-        for path, msg in _pydantic_errors(e):
+        for path, msg in _pydantic_errors(e, PolicyDocument):
             parts = path.split(".", 2)  # a namespace key is quoted, as it may hold dots: namespaces["a.b/c=d"]
             if parts[0] == "namespaces" and len(parts) > 1:
                 key = path[len("namespaces."):].rsplit(".", 1)[0] if len(parts) > 2 else parts[1]
@@ -189,6 +189,24 @@ def parse_policy(document: Any, config: SyncerConfig, source: str = "policy") ->
     return Policy(PolicyEntry(defaultRuntimeClassName=doc.defaultRuntimeClassName,
                               requireRuntimeClassName=doc.requireRuntimeClassName,
                               allowedHandlers=doc.allowedHandlers), names, selectors, source)
+
+
+SYSTEM_NAMESPACE = "kube-system"
+
+
+def system_pod_problems(config: SyncerConfig, policy: Policy) -> list[str]:
+    """What the policy refuses of the pods vcluster itself runs in the virtual kube-system: its CoreDNS, a
+    Deployment whose pods name no runtime class (vcluster's pkg/coredns/template.go; none with
+    `controlPlane.coredns.enabled: false` or `embedded: true`). Refused, the tenants lose DNS; a default class
+    for kube-system lets it run (examples/policy-strict.yaml). One message per problem, naming the entry."""
+    coredns = config.raw.controlPlane.coredns
+    if not coredns.enabled or coredns.embedded or config.forced_runtime_class:
+        return []  # no CoreDNS pod, or the forced class gives it one (the handler list judges that for every pod)
+    effective = policy.effective(SYSTEM_NAMESPACE, {"kubernetes.io/metadata.name": SYSTEM_NAMESPACE})
+    if effective.default or not (effective.require or effective.handlers is not None):
+        return []
+    return [f"{effective.entry}: vcluster's CoreDNS in {SYSTEM_NAMESPACE} names no runtime class and would be "
+            f"refused, and the tenants would lose DNS: give {SYSTEM_NAMESPACE} a defaultRuntimeClassName"]
 
 
 def _entry(doc: Any) -> PolicyEntry:

@@ -3,7 +3,8 @@ of each entry of the file (the top level, then each namespace entry in file orde
 host RuntimeClass with whether tenants there may use it and, if not, why.
 
 A problem the host shows is a default that is unusable there (missing, refused by the selector, being
-deleted, or a handler the entry does not allow): `problems` lists them, and the command exits 1.
+deleted, or a handler the entry does not allow); vcluster's own CoreDNS refused in kube-system is one too
+(`system_pod_problems`): `problems` lists them, and the command exits 1.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from syncer.config.model import SyncerConfig
-from syncer.config.policy import Effective, Policy, merge
+from syncer.config.policy import Effective, Policy, merge, system_pod_problems
 from syncer.controllers import gate
 from syncer.controllers.policy import handler_of
 
@@ -70,6 +71,7 @@ def report(config: SyncerConfig, policy: Policy, host_rcs: list[Obj]) -> dict[st
                 v = judge(config, eff, rc)
                 if not v.allowed:
                     problems.append(f'{eff.entry}: the default runtime class "{eff.default}" is unusable: {v.reason}')
+    problems += system_pod_problems(config, policy)
     return {"entries": out_entries, "runtimeClasses": verdicts, "problems": problems}
 
 
