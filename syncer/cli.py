@@ -38,7 +38,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
 LOG_LEVELS = ("debug", "info", "warning", "error")
 VCLUSTER_CONFIG_HELP = ("vcluster's configuration, the values it runs with: the keys the syncer shares with vcluster "
                         "are read from it and --config holds only sync.fromHost.runtimeClasses; refused while "
-                        "vcluster's own pod or RuntimeClass sync is on (docs/install.md)")
+                        "vcluster's own pod or RuntimeClass sync is on (the README's install section)")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,6 +1,7 @@
 """vcluster's own Helm chart, rendered the way `helm install` renders it (Helm's Go code through the PyPI package
 helm-python-sdk), with deploy/vcluster.yaml (the sidecar) and deploy/vcluster-deployment.yaml (its own
-Deployment), for every vcluster version docs/install.md supports (charts in tests/data, each with its source).
+Deployment), for every vcluster version the README's install section supports (charts in tests/data, each with
+its source).
 
 The assertions are on the rendered objects, against the rules of Kubernetes and of vcluster's source (each cited
 where it is used): what the pod mounts exists, the kubeconfig comes from where vcluster writes one and the syncer's
@@ -31,7 +32,7 @@ helm = pytest.importorskip("helm_python", reason="helm-python-sdk (the project's
 REPO = Path(__file__).resolve().parent.parent
 DEPLOY = REPO / "deploy"
 DATA = Path(__file__).resolve().parent / "data"
-VERSIONS = ("0.35.3", "0.36.1", "main-487667546")  # docs/install.md "Supported vcluster versions"
+VERSIONS = ("0.35.3", "0.36.1", "main-487667546")  # README "Supported vcluster versions"
 RELEASE, NAMESPACE = "my-vcluster", "vcluster-my-vcluster"
 SIDECAR, DEPLOYMENT = "vcluster.yaml", "vcluster-deployment.yaml"
 Obj = dict[str, Any]
@@ -298,8 +299,9 @@ def test_the_sidecars_rbac_lands_and_adds_only_the_lease_and_cluster_reads(versi
         binding = one(objs, kind, name)
         assert {"kind": "ServiceAccount", "name": spec["serviceAccountName"], "namespace": NAMESPACE} in \
             binding["subjects"]
-    # What the fragment adds to vcluster's own Role: only the Lease (docs/install.md says so). vcluster's Role
-    # already lets the sidecar create, patch and delete every pod, secret and configmap of the namespace.
+    # What the fragment adds to vcluster's own Role: only the Lease (the README's "Least privilege" says so).
+    # vcluster's Role already lets the sidecar create, patch and delete every pod, secret and configmap of the
+    # namespace.
     plain = render(version, SIDECAR, {"rbac": {"role": {"extraRules": []}, "clusterRole": {"extraRules": []}}})
     assert role - rules(plain, "Role", f"vc-{RELEASE}") == {
         ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "create"),
@@ -384,9 +386,9 @@ def test_validate_accepts_the_rendered_pair(tmp_path: Path) -> None:
 
 
 def test_docs_list_exactly_the_tested_versions() -> None:
-    text = (REPO / "docs" / "install.md").read_text()
-    section = text[text.index("## Supported vcluster versions"):]
-    section = section[:section.index("\n## ", 3)]
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("### Supported vcluster versions"):]
+    section = section[:section.index("\n### ", 3)]
     dirs = {p.name.removeprefix("vcluster-chart-") for p in DATA.glob("vcluster-chart-*")}
     assert dirs == set(VERSIONS)
     assert set(re.findall(r"`v(\d+\.\d+\.\d+)`", section)) == {d for d in dirs if not d.startswith("main-")}
@@ -450,7 +452,8 @@ def test_a_change_of_the_section_restarts_the_syncer(fragment: str) -> None:
     ("PodMonitor", SIDECAR, "vcluster"), ("PodMonitor", DEPLOYMENT, "runtimeclass-syncer"),
     ("ServiceMonitor", SIDECAR, "vcluster"), ("ServiceMonitor", DEPLOYMENT, "runtimeclass-syncer")])
 def test_the_monitoring_examples_in_the_docs_find_the_metrics_port(kind: str, fragment: str, app: str) -> None:
-    text = (REPO / "docs" / "install.md").read_text()
+    text = (REPO / "README.md").read_text()
+    text = text[text.index("### Metrics"):text.index("### Least privilege")]
     docs = [d for block in re.findall(r"```yaml\n(.*?)```", text, re.S) for d in yaml.safe_load_all(block)
             if d and d.get("apiVersion", "").startswith(("monitoring.coreos.com", "v1"))]
     (monitor,) = [d for d in docs if d["kind"] == kind]

@@ -420,8 +420,8 @@ def _load(version: str, rel: str, case: int | None) -> Obj:
 
 
 def unsupported_mode(values: Obj) -> str:
-    """The vcluster mode of these values the syncer cannot run in (docs/install.md), or "": private nodes or
-    multi-namespace mode. Such a config loads, and `validate` refuses it naming only that key."""
+    """The vcluster mode of these values the syncer cannot run in (the README's install section), or "": private
+    nodes or multi-namespace mode. Such a config loads, and `validate` refuses it naming only that key."""
     if (values.get("privateNodes") or {}).get("enabled") is True:
         return "privateNodes.enabled"
     if (((values.get("sync") or {}).get("toHost") or {}).get("namespaces") or {}).get("enabled") is True:
@@ -430,14 +430,15 @@ def unsupported_mode(values: Obj) -> str:
 
 
 DEPLOY = yaml.safe_load((REPO / "deploy" / "vcluster.yaml").read_text(encoding="utf-8"))
-# The syncer's own file as deploy/vcluster.yaml's ConfigMap holds it (docs/install.md, "One writer per resource")
+# The syncer's own file as deploy/vcluster.yaml's ConfigMap holds it (README, "One writer per resource")
 SECTION: Obj = {"enabled": True, "selector": {"matchLabels": {"environment": "development"}}}
 
 
 def install(values: Obj, version: str) -> tuple[Obj, Obj]:
     """(the syncer's own file, the values vcluster runs with) for a user's vcluster.yaml installed as
-    docs/install.md says: deploy/vcluster.yaml merged into it, a `sync.fromHost.runtimeClasses` of its own moved
-    into the syncer's file (vcluster's stays at its default), rendered over the chart's values of `version`."""
+    the README's install section says: deploy/vcluster.yaml merged into it, a `sync.fromHost.runtimeClasses` of its
+    own moved into the syncer's file (vcluster's stays at its default), rendered over the chart's values of
+    `version`."""
     values = helm_merge(values, DEPLOY)
     sync = values.get("sync") if isinstance(values.get("sync"), dict) else {}
     from_host = sync.get("fromHost") if isinstance(sync.get("fromHost"), dict) else {}

@@ -1,5 +1,5 @@
 """`--vcluster-config`: the syncer's own section in one file, vcluster's configuration in another, and the
-refusals that keep one writer per resource (docs/install.md), through the real CLI. `--virtual-server`: the
+refusals that keep one writer per resource (the README's install section), through the real CLI. `--virtual-server`: the
 virtual API server named on the command line instead of in the kubeconfig (as vcluster's exported kubeconfig
 names https://localhost:8443)."""
 

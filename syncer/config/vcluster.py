@@ -1,6 +1,6 @@
 """The syncer's configuration beside vcluster's own: `--config` with `--vcluster-config` (run, validate, policy).
 
-In a real install (docs/install.md) each setting lives in one place:
+In a real install (the README's install section) each setting lives in one place:
 
 - `--config FILE` holds the syncer's own section, `sync.fromHost.runtimeClasses` (enabled, selector, patches),
   and nothing else. It is the only place that section is set.
