@@ -47,22 +47,26 @@ async def _post(session: aiohttp.ClientSession, url: str, body: Obj) -> Obj:
         return data
 
 
-def host_pod(pod: Obj, token: str) -> Obj:
-    """The host pod of a benchmark pod, built as a fixed template with the parts of vcluster's translation
-    that make the body the size the syncer's is: the host name, labels and object annotations, the token in
-    an annotation read through the downward API, the host copy of `kube-root-ca.crt`, the workload service
-    account, the virtual cluster's API address and DNS (no controller logic: nothing is looked up)."""
+def host_pod(pod: Obj, token: str, renew_at: int = 0) -> Obj:
+    """The host pod of a benchmark pod, built as a fixed template with every field vcluster's translation writes
+    (so the body is the size the syncer's is): the host name, labels, object, identity and merge-base annotations,
+    the token in an annotation read through the downward API with its renewal state, the host copy of
+    `kube-root-ca.crt`, the workload service account, an owner reference, the virtual cluster's API address (the
+    `KUBERNETES_*` variables and host alias) and DNS. No controller logic: nothing is looked up or compared."""
     meta, spec = pod["metadata"], pod["spec"]
-    ns, name = meta["namespace"], meta["name"]
+    ns, name, uid = meta["namespace"], meta["name"], meta["uid"]
     suffix = f"-x-{ns}-x-{VCLUSTER}"
+    labels = meta.get("labels") or {}
     host_spec = {k: v for k, v in spec.items() if k not in ("serviceAccount", "nodeName", "volumes")}
-    env = [{"name": "KUBERNETES_SERVICE_HOST", "value": "10.96.0.10"},
-           {"name": "KUBERNETES_SERVICE_PORT", "value": "443"},
-           {"name": "KUBERNETES_PORT", "value": "tcp://10.96.0.10:443"}]
-    host_spec["containers"] = [{**c, "env": [*(c.get("env") or []), *env]} for c in spec["containers"]]
+    ip, tcp = "10.96.0.10", "tcp://10.96.0.10:443"
+    env = [{"name": k, "value": v} for k, v in (
+        ("KUBERNETES_PORT", tcp), ("KUBERNETES_PORT_443_TCP", tcp), ("KUBERNETES_PORT_443_TCP_ADDR", ip),
+        ("KUBERNETES_PORT_443_TCP_PORT", "443"), ("KUBERNETES_PORT_443_TCP_PROTO", "tcp"),
+        ("KUBERNETES_SERVICE_HOST", ip), ("KUBERNETES_SERVICE_PORT", "443"), ("KUBERNETES_SERVICE_PORT_HTTPS", "443"))]
+    host_spec["containers"] = [{**c, "env": [*env, *(c.get("env") or [])]} for c in spec["containers"]]
     host_spec["volumes"] = [{"name": v["name"], "projected": {"defaultMode": 420, "sources": [
-        {"downwardAPI": {"items": [{"path": "token", "fieldRef": {
-            "apiVersion": "v1", "fieldPath": "metadata.annotations['vcluster.loft.sh/token-bench']"}}]}},
+        {"downwardAPI": {"items": [{"path": "token", "mode": 420, "fieldRef": {
+            "apiVersion": "v1", "fieldPath": "metadata.annotations['vcluster.loft.sh/token-bench000']"}}]}},
         {"configMap": {"name": f"kube-root-ca.crt{suffix}", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
         {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
             "apiVersion": "v1", "fieldPath": "metadata.annotations['vcluster.loft.sh/namespace']"}}]}}]}}
@@ -70,15 +74,31 @@ def host_pod(pod: Obj, token: str) -> Obj:
     host_spec.update(serviceAccountName=f"vc-workload-{VCLUSTER}", automountServiceAccountToken=False,
                      enableServiceLinks=False, hostname=name, dnsPolicy="None", dnsConfig={
                          "nameservers": ["10.96.0.11"], "options": [{"name": "ndots", "value": "5"}],
-                         "searches": [f"{ns}.svc.cluster.local", "svc.cluster.local", "cluster.local"]})
+                         "searches": [f"{ns}.svc.cluster.local", "svc.cluster.local", "cluster.local"]},
+                     hostAliases=[{"ip": ip, "hostnames": ["kubernetes.default.svc.cluster.local", "kubernetes",
+                                                           "kubernetes.default", "kubernetes.default.svc"]}])
+    audiences = ["https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",
+                 "https://kubernetes.default"]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {
         "name": f"{name}{suffix}",
-        "labels": {**(meta.get("labels") or {}), "vcluster.loft.sh/managed-by": VCLUSTER,
-                   "vcluster.loft.sh/namespace": ns},
-        "annotations": {**(meta.get("annotations") or {}), "vcluster.loft.sh/object-name": name,
-                        "vcluster.loft.sh/object-namespace": ns, "vcluster.loft.sh/object-uid": meta["uid"],
-                        "vcluster.loft.sh/object-kind": "/v1, Kind=Pod", "vcluster.loft.sh/namespace": ns,
-                        "vcluster.loft.sh/token-bench": token}},
+        "labels": {**labels, "vcluster.loft.sh/managed-by": VCLUSTER, "vcluster.loft.sh/namespace": ns},
+        "annotations": {
+            **(meta.get("annotations") or {}), "vcluster.loft.sh/object-name": name,
+            "vcluster.loft.sh/object-namespace": ns, "vcluster.loft.sh/object-uid": uid,
+            "vcluster.loft.sh/object-kind": "/v1, Kind=Pod", "vcluster.loft.sh/object-host-name": f"{name}{suffix}",
+            "vcluster.loft.sh/object-host-namespace": HOST_NAMESPACE,
+            "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+            "vcluster.loft.sh/labels": "\n".join(f'{k}="{v}"' for k, v in sorted(labels.items())),
+            "runtimeclass-syncer.io/synced-annotations": json.dumps(
+                {k: "0123456789" for k in meta.get("annotations") or {}}, separators=(",", ":")),
+            "runtimeclass-syncer.io/virtual-runtime-class": spec.get("runtimeClassName", ""),
+            "vcluster.loft.sh/name": name, "vcluster.loft.sh/namespace": ns, "vcluster.loft.sh/uid": uid,
+            "vcluster.loft.sh/service-account-name": spec.get("serviceAccountName", "default"),
+            "vcluster.loft.sh/token-bench000": token,
+            "runtimeclass-syncer.io/token-renewal": json.dumps({
+                "renewAt": renew_at, "tokens": {"vcluster.loft.sh/token-bench000": audiences}}, separators=(",", ":"))},
+        "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": VCLUSTER, "uid": uid,
+                             "controller": False}]},
         "spec": host_spec}
 
 
