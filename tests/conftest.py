@@ -95,7 +95,8 @@ async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIte
     # vcluster's own resource syncers keep running beside the sidecar (section 3.1): stood in here
     to_host = config.raw.sync.toHost
     standin = VClusterResourceSyncers(c.virtual, c.host, HOST_NS, VCLUSTER, all_configmaps=to_host.configMaps.all,
-                                      all_secrets=to_host.secrets.all)
+                                      all_secrets=to_host.secrets.all,
+                                      service_accounts=to_host.serviceAccounts.enabled)
     syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS,
                                                    watch_timeout=options.pop("watch_timeout", 30), **options),
                     patcher=patcher, policy=policy, clock=clock)
