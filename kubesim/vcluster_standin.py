@@ -109,7 +109,7 @@ class VClusterResourceSyncers:
         self._queue: asyncio.Queue[tuple[APIResource, str]] = asyncio.Queue()
         self.stores: dict[str, Store] = {}
         self.informers: list[Informer] = []
-        for res in kinds:
+        for res in self.kinds:
             store = self.stores[res.plural] = Store()
             inf = Informer(virtual, res, store, name=f"vcluster-standin/{res.plural}")
             enqueue = functools.partial(self._enqueue, res)

@@ -56,6 +56,13 @@ def all_api_servers() -> Iterator[list[EmbeddedAPIServer]]:
 
 @pytest.fixture
 async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
+    async with open_clusters(tmp_path) as c:
+        yield c
+
+
+@contextlib.asynccontextmanager
+async def open_clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
+    """The `clusters` fixture's two API servers, for a test that needs fresh ones per example (hypothesis)."""
     async with EmbeddedAPIServer("host", bookmark_interval=0.5) as hs, \
             EmbeddedAPIServer("virtual", runtime_class_admission=False, bookmark_interval=0.5) as vs:
         hk = hs.write_kubeconfig(tmp_path / "host.kubeconfig", HOST_NS)
