@@ -116,10 +116,18 @@ async def test_attack_4_another_namespaces_secret_through_a_name_collision(clust
             f'did not sync pod "thief" to host yet: the host secret "{COLLIDING}" is the copy of secret "c/a-x-b", '
             'not of "b-x-c/a"'))
         await no_host_pod(clusters, syncer, host_name("thief", "b-x-c", VCLUSTER))
-        # the conflict ends: c's Secret goes (its copy with it), and b-x-c creates its own `a`
+        # the conflict ends: c's Secret goes (its copy with it): the pod, waiting for more than 10 s by now, says
+        # at once that it waits for `a` (the deletion wakes it; its next recheck would be 30 s on)
+        clock.advance(10)
         await clusters.virtual.delete(SECRETS, "a-x-b", "c")
         await wait_for(clusters.host, SECRETS, lambda o: f"{HOST_NS}/{COLLIDING}" not in o, namespace=HOST_NS,
                        timeout=10, what="c's copy deleted with it")
+        waiting = await wait_for(clusters.virtual, EVENTS, lambda o: any(
+            e["involvedObject"]["name"] == "thief" and "waiting for" in e["message"] for e in o.values()),
+            namespace="b-x-c", timeout=10, what="the waiting SyncWarning")
+        assert [e["message"] for e in waiting.values() if "waiting for" in e["message"]] == [
+            f'did not sync pod "thief" to host yet: waiting for secret "a" to be synced to the host as "{COLLIDING}"']
+        # and b-x-c creates its own `a`
         await clusters.virtual.create(SECRETS, {"metadata": {"name": "a"}, "stringData": {"token": "b-x-c's own"}},
                                       "b-x-c")
         hpods = await wait_for(clusters.host, PODS, lambda o: f"{HOST_NS}/{host_name('thief', 'b-x-c', VCLUSTER)}"

@@ -168,8 +168,9 @@ class PodReconciler:
     those gates are on); virtual namespaces (metadata); host PriorityClasses and virtual nodes (metadata) only with
     their gates; this vcluster's host
     pods (by the class their virtual pod named); host RuntimeClasses (the gate; an empty cache when the
-    feature is disabled, which never reads it); the host ConfigMaps, Secrets, PVCs and Services a host pod
-    needs (`host_objects`, by kind: it is created once they exist); the virtual ConfigMaps and Secrets it
+    feature is disabled, which never reads it); the host ConfigMaps, Secrets, PVCs and Services (and, with
+    `sync.toHost.serviceAccounts.enabled`, ServiceAccounts) a host pod needs (`host_objects`, by kind: it is
+    created once they exist and are the copies of what it references); the virtual ConfigMaps and Secrets it
     may mark for vcluster (`virtual_objects`); the virtual Services (service links).
     """
 
