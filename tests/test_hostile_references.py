@@ -198,6 +198,24 @@ async def test_with_service_account_sync_a_pod_runs_only_as_the_copy_of_its_own(
                                 'copy of serviceaccount "c/a-x-b", not of "b-x-c/a"')
 
 
+async def test_a_pod_cannot_mount_another_pods_token_secret(clusters: Clusters) -> None:
+    # With useSecretsForSATokens the syncer writes web's token to the host Secret web-sa-token-x-default-x-<vc>
+    # (vcluster's SecretNameFromPodName), the host name virtual Secret default/web-sa-token would have: a pod
+    # naming that Secret would mount web's token (vcluster's own token Secret carries no object annotations).
+    # The syncer's token Secret is not the copy of a virtual Secret, so the pod waits.
+    doc = rc_config()
+    doc["sync"]["toHost"] = {"pods": {"useSecretsForSATokens": True}}
+    token_secret = f"web-sa-token-x-default-x-{VCLUSTER}"
+    async with running_syncer(clusters, doc, clock=FakeClock()) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_object(clusters, SECRETS, token_secret, "web's token Secret")
+        await clusters.virtual.create(PODS, secret_volume_pod("q", "default", "web-sa-token"), "default")
+        (event,) = await warnings_in(clusters, "default", "q", "the SyncWarning")
+        await no_host_pod(clusters, syncer, host_name("q", "default", VCLUSTER))
+    prefix = f'did not sync pod "q" to host yet: the host secret "{token_secret}" is '
+    assert event["message"].startswith(prefix) and '"default/web-sa-token"' in event["message"], event["message"]
+
+
 # ------------------------------------------------------------------ the property
 
 # Objects and references drawn from names whose host names collide: c/a-x-d-x-b, b-x-c/a-x-d and d-x-b-x-c/a all

@@ -493,7 +493,7 @@ class PodReconciler:
         conflicts = [why for _, why in missing if why]
         d = missing[0][0]
         if conflicts:
-            log.warning("pod %s waits before it can be synced: %s", key, conflicts[0])
+            log.info("pod %s waits before it can be synced: %s", key, conflicts[0])
         else:
             log.info("pod %s waits for %s %s/%s (host %s) before it can be synced", key, d.kind, meta["namespace"],
                      d.name, d.host_name)
@@ -503,6 +503,8 @@ class PodReconciler:
             conflicts[0] if conflicts else f"waiting for {_waiting_for(d)}")
         if w.warned != message:
             w.warned = message
+            if conflicts:  # a host object another virtual object's copy: for the platform team too, once
+                log.warning("pod %s: %s", key, message)
             await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
         return WAIT_RECHECK
 
