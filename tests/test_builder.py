@@ -64,7 +64,7 @@ def test_secrets_and_configmaps_are_cached_as_metadata_without_content() -> None
                                "vcluster.loft.sh/object-uid": "v", "vcluster.loft.sh/managed-annotations": "other"}},
               "data": {"password": "c2VjcmV0"}}
     identity = {"name": "db", "namespace": "vc-ns", "uid": "u", "resourceVersion": "3"}
-    for source, annotations in (
+    for source, kept in (
             (s.host_objects("secret"), {"vcluster.loft.sh/object-name": "db",
                                         "vcluster.loft.sh/object-namespace": "team"}),
             (s.host_objects("serviceaccount"), {"vcluster.loft.sh/object-name": "db",
@@ -72,7 +72,7 @@ def test_secrets_and_configmaps_are_cached_as_metadata_without_content() -> None
             (s.virtual_objects("secret"), {"vcluster.loft.sh/force-sync": "true"})):
         slim = slim_of(source)
         assert slim.keep is not None
-        assert slim.keep(secret) == {"metadata": {**identity, "annotations": annotations}}, source
+        assert slim.keep(secret) == {"metadata": {**identity, "annotations": kept}}, source
     service = {**secret, "spec": {"clusterIP": "10.0.0.10", "ports": [{"name": "dns", "port": 53, "targetPort": 1053}]}}
     host_keep, virtual_keep = slim_of(s.host_objects("service")).keep, slim_of(s.virtual_services).keep
     assert host_keep is not None and virtual_keep is not None
