@@ -407,7 +407,7 @@ class PodReconciler:
             return NODE_RECHECK
         default = resolution.runtime_class if resolution.defaulted else ""
         desired, deps = self._translate(vpod, default)
-        missing = await self._missing(vpod, deps)
+        missing = self._missing(vpod, deps)
         if missing:
             return await self._wait(vpod, missing)
         self._waiting.pop(object_key(vpod), None)
@@ -428,12 +428,11 @@ class PodReconciler:
         handlers: a pod is re-examined as soon as what it waits for appears)."""
         return [k for k, w in self._waiting.items() if (kind, host_name) in w.missing]
 
-    async def _missing(self, vpod: Obj, deps: list[Dependency]) -> list[tuple[Dependency, str]]:
+    def _missing(self, vpod: Obj, deps: list[Dependency]) -> list[tuple[Dependency, str]]:
         """The required host objects that cannot be used yet, in spec order (each once), each with why: "" when
         it does not exist, else how it is not the copy of the referenced virtual object (references.not_the_copy;
-        not checked for the vcluster's own Service, which is nobody's copy). A missing ConfigMap or Secret gets
-        the `vcluster.loft.sh/force-sync` annotation in the virtual cluster, unless vcluster's `all` key syncs its
-        kind anyway, so that vcluster syncs it."""
+        not checked for the vcluster's own Service, which is nobody's copy). Read from the caches without a pause,
+        so that `_wait` records them before a host object's event can come in between."""
         out: list[tuple[Dependency, str]] = []
         seen: set[tuple[str, str]] = set()
         for d in deps:
@@ -448,8 +447,6 @@ class PodReconciler:
             if obj is not None and not why:
                 continue
             out.append((d, why))
-            if d.kind in (CONFIGMAP, SECRET) and not self.config.syncs_all(d.kind):
-                await self._force_sync(d.kind, d.name, vpod["metadata"]["namespace"])
         return out
 
     def _not_the_copy(self, d: Dependency, namespace: str, obj: Cached) -> str:
@@ -482,13 +479,18 @@ class PodReconciler:
     async def _wait(self, vpod: Obj, missing: list[tuple[Dependency, str]]) -> float:
         """Record that the pod waits for `missing` (_missing's); after WAIT_WARNING seconds of waiting a
         SyncWarning says for what, and at once when a host object is another's copy: the first such conflict.
-        Returns when to look again (sooner when a host object appears, changes or goes)."""
+        Each ConfigMap or Secret in `missing` gets the `vcluster.loft.sh/force-sync` annotation in the virtual
+        cluster, unless vcluster's `all` key syncs its kind anyway, so that vcluster syncs it. Returns when to look
+        again (sooner when a host object appears, changes or goes)."""
         key, meta = object_key(vpod), vpod["metadata"]
         now = self.clock.now()
         w = self._waiting.get(key)
         if w is None or w.uid != meta.get("uid"):
             w = self._waiting[key] = _Waiting(meta.get("uid", ""), now)
-        w.missing = {(d.kind, d.host_name) for d, _ in missing}
+        w.missing = {(d.kind, d.host_name) for d, _ in missing}  # before any pause: what wakes the pod from now on
+        for m, _ in missing:
+            if m.kind in (CONFIGMAP, SECRET) and not self.config.syncs_all(m.kind):
+                await self._force_sync(m.kind, m.name, meta["namespace"])
         waited = now - w.since
         conflicts = [why for _, why in missing if why]
         d = missing[0][0]
