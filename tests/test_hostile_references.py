@@ -222,7 +222,7 @@ async def test_a_pod_cannot_mount_another_pods_token_secret(clusters: Clusters) 
 # become a-x-d-x-b-x-c-x-<vcluster>; c/a-x-b and b-x-c/a become a-x-b-x-c-x-<vcluster>; c/kube-root-ca.crt-x-b is
 # b-x-c's CA bundle's host name (the injected token volume reads it: a tenant of c would choose which API server
 # b-x-c's pods trust); c/a-x-d has no twin.
-NAMESPACES_ = ("c", "b-x-c", "d-x-b-x-c")
+TENANT_NAMESPACES = ("c", "b-x-c", "d-x-b-x-c")
 PAIRS = (("c", "a-x-d-x-b"), ("b-x-c", "a-x-d"), ("d-x-b-x-c", "a"), ("c", "a-x-b"), ("b-x-c", "a"),
          ("c", "kube-root-ca.crt-x-b"), ("c", "a-x-d"))
 KINDS = {"secret": SECRETS, "configmap": CONFIGMAPS}
@@ -257,7 +257,7 @@ plans = st.lists(st.one_of(objects, pods), min_size=3, max_size=10)
 
 async def _run_plan(tmp: Path, plan: list[tuple[str, str, str, str, Any]]) -> None:
     async with open_clusters(tmp) as c:
-        await namespaces(c, *NAMESPACES_)
+        await namespaces(c, *TENANT_NAMESPACES)
         async with running_syncer(c, rc_config(), clock=FakeClock()) as syncer:
             created: list[tuple[str, str, str]] = []
             vpods: dict[tuple[str, str], Obj] = {}
@@ -317,7 +317,7 @@ async def check_pods(c: Clusters, syncer: Syncer, vpods: dict[tuple[str, str], O
 
     async def settled() -> bool:
         # events first: a host object a warning names existed before it was recorded, so it is in `objs`
-        events = [e for ns in NAMESPACES_ for e in (await c.virtual.list(EVENTS, ns))["items"]]
+        events = [e for ns in TENANT_NAMESPACES for e in (await c.virtual.list(EVENTS, ns))["items"]]
         objs = await host_objects()
         hpods = {p["metadata"]["name"] for p in (await c.host.list(PODS, HOST_NS))["items"]}
         for (ns, name), vpod in vpods.items():
