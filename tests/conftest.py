@@ -56,6 +56,13 @@ def all_api_servers() -> Iterator[list[EmbeddedAPIServer]]:
 
 @pytest.fixture
 async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
+    async with open_clusters(tmp_path) as c:
+        yield c
+
+
+@contextlib.asynccontextmanager
+async def open_clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
+    """The `clusters` fixture's two API servers, for a test that needs fresh ones per example (hypothesis)."""
     async with EmbeddedAPIServer("host", bookmark_interval=0.5) as hs, \
             EmbeddedAPIServer("virtual", runtime_class_admission=False, bookmark_interval=0.5) as vs:
         hk = hs.write_kubeconfig(tmp_path / "host.kubeconfig", HOST_NS)
@@ -95,7 +102,8 @@ async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIte
     # vcluster's own resource syncers keep running beside the sidecar (section 3.1): stood in here
     to_host = config.raw.sync.toHost
     standin = VClusterResourceSyncers(c.virtual, c.host, HOST_NS, VCLUSTER, all_configmaps=to_host.configMaps.all,
-                                      all_secrets=to_host.secrets.all)
+                                      all_secrets=to_host.secrets.all,
+                                      service_accounts=to_host.serviceAccounts.enabled)
     syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS,
                                                    watch_timeout=options.pop("watch_timeout", 30), **options),
                     patcher=patcher, policy=policy, clock=clock)

@@ -51,19 +51,36 @@ def test_the_builder_records_for_owns_and_watches_in_order() -> None:
 
 
 def test_secrets_and_configmaps_are_cached_as_metadata_without_content() -> None:
-    # behaviour.md section 3.1: no ConfigMap or Secret content enters the process; only identity and the
-    # force-sync annotation are read
+    # behaviour.md section 3.1: no ConfigMap or Secret content enters the process; only identity, the
+    # force-sync annotation of a virtual object, and whose copy a host object is are read
     s = Sources("vc-ns", "vc")
     for kind in ("configmap", "secret"):
         assert s.host_objects(kind).metadata_only and s.virtual_objects(kind).metadata_only
-    slim = slim_of(s.host_objects("secret"))
-    assert slim.keep is not None
-    kept = slim.keep({"metadata": {"name": "db", "namespace": "vc-ns", "uid": "u", "resourceVersion": "3",
-                                   "labels": {"a": "b"}, "annotations": {"vcluster.loft.sh/force-sync": "true",
-                                                                         "other": "x"}},
-                      "data": {"password": "c2VjcmV0"}})
-    assert kept == {"metadata": {"name": "db", "namespace": "vc-ns", "uid": "u", "resourceVersion": "3",
-                                 "annotations": {"vcluster.loft.sh/force-sync": "true"}}}
+    assert s.host_objects("serviceaccount").metadata_only
+    secret = {"metadata": {"name": "db", "namespace": "vc-ns", "uid": "u", "resourceVersion": "3",
+                           "labels": {"a": "b"}, "annotations": {
+                               "vcluster.loft.sh/force-sync": "true", "other": "x",
+                               "vcluster.loft.sh/object-name": "db", "vcluster.loft.sh/object-namespace": "team",
+                               "vcluster.loft.sh/object-uid": "v", "vcluster.loft.sh/managed-annotations": "other"}},
+              "data": {"password": "c2VjcmV0"}}
+    identity = {"name": "db", "namespace": "vc-ns", "uid": "u", "resourceVersion": "3"}
+    for source, kept in (
+            (s.host_objects("secret"), {"vcluster.loft.sh/object-name": "db",
+                                        "vcluster.loft.sh/object-namespace": "team"}),
+            (s.host_objects("serviceaccount"), {"vcluster.loft.sh/object-name": "db",
+                                                "vcluster.loft.sh/object-namespace": "team"}),
+            (s.virtual_objects("secret"), {"vcluster.loft.sh/force-sync": "true"})):
+        slim = slim_of(source)
+        assert slim.keep is not None
+        assert slim.keep(secret) == {"metadata": {**identity, "annotations": kept}}, source
+    service = {**secret, "spec": {"clusterIP": "10.0.0.10", "ports": [{"name": "dns", "port": 53, "targetPort": 1053}]}}
+    host_keep, virtual_keep = slim_of(s.host_objects("service")).keep, slim_of(s.virtual_services).keep
+    assert host_keep is not None and virtual_keep is not None
+    assert host_keep(service)["metadata"]["annotations"] == {"vcluster.loft.sh/object-name": "db",
+                                                            "vcluster.loft.sh/object-namespace": "team"}
+    assert virtual_keep(service) == {"metadata": identity, "spec": {"clusterIP": "10.0.0.10",
+                                                                    "ports": [{"name": "dns", "port": 53}]}}
+    assert slim_of(s.host_objects("secret")).keep({"metadata": {"name": "x"}}) == {"metadata": {"name": "x"}}
     assert s.host_objects("service").resource is SERVICES and not s.host_objects("service").metadata_only
     assert s.host_objects("configmap").resource is CONFIGMAPS
 

@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from syncer.controllers.podtranslate.references import Dependency, translate_references
+from syncer.controllers.podtranslate.references import (
+    OBJECT_NAME,
+    OBJECT_NAMESPACE,
+    Dependency,
+    not_the_copy,
+    translate_references,
+)
 
 Obj = dict[str, Any]
 
@@ -88,3 +94,42 @@ def test_the_injected_token_volume_references_kube_root_ca() -> None:
         Dependency("configmap", "kube-root-ca.crt", host("kube-root-ca.crt"), False,
                    "spec.volumes[0].projected.sources[1].configMap.name")]
     assert spec["volumes"][0]["projected"]["sources"][0] == {"serviceAccountToken": {"path": "token"}}  # tokens.py's
+
+
+# (annotations of the host object, the SyncWarning's words for a pod in namespace "b-x-c" referencing secret "a";
+# "" when the host object is that secret's copy). The keys are vcluster's (pkg/util/translate/types.go).
+NAME, NAMESPACE = "vcluster.loft.sh/object-name", "vcluster.loft.sh/object-namespace"
+HOST = "a-x-b-x-c-x-vc"
+COPY_CASES: list[tuple[str, Any, str]] = [
+    ("the copy of what the pod references", {NAME: "a", NAMESPACE: "b-x-c", "other": "x"}, ""),
+    ("attack 4: another namespace's object under the same host name", {NAME: "a-x-b", NAMESPACE: "c"},
+     'the host secret "a-x-b-x-c-x-vc" is the copy of secret "c/a-x-b", not of "b-x-c/a"'),
+    ("the same name in another namespace", {NAME: "a", NAMESPACE: "c"},
+     'the host secret "a-x-b-x-c-x-vc" is the copy of secret "c/a", not of "b-x-c/a"'),
+    ("no annotations: not a copy vcluster made", None,
+     'the host secret "a-x-b-x-c-x-vc" is not the copy of secret "b-x-c/a": it has no vcluster.loft.sh/object-name '
+     'and vcluster.loft.sh/object-namespace annotations'),
+    ("only the name", {NAME: "a"},
+     'the host secret "a-x-b-x-c-x-vc" is not the copy of secret "b-x-c/a": it has no '
+     'vcluster.loft.sh/object-namespace annotation'),
+    ("an empty namespace", {NAME: "a", NAMESPACE: ""},
+     'the host secret "a-x-b-x-c-x-vc" is not the copy of secret "b-x-c/a": it has no '
+     'vcluster.loft.sh/object-namespace annotation'),
+    ("vcluster's other identity annotations do not stand in", {"vcluster.loft.sh/object-host-name": HOST,
+                                                                "vcluster.loft.sh/object-uid": "u"},
+     'the host secret "a-x-b-x-c-x-vc" is not the copy of secret "b-x-c/a": it has no vcluster.loft.sh/object-name '
+     'and vcluster.loft.sh/object-namespace annotations'),
+    ("case matters (names are DNS labels)", {NAME: "A", NAMESPACE: "b-x-c"},
+     'the host secret "a-x-b-x-c-x-vc" is the copy of secret "b-x-c/A", not of "b-x-c/a"'),
+]
+
+
+@pytest.mark.parametrize(("what", "annotations", "why"), COPY_CASES, ids=[c[0] for c in COPY_CASES])
+def test_a_host_object_is_used_only_as_the_copy_of_what_the_pod_references(what: str, annotations: Any,
+                                                                          why: str) -> None:
+    assert not_the_copy("secret", HOST, "b-x-c", "a", annotations) == why, what
+
+
+def test_the_annotation_keys_are_vclusters() -> None:
+    # pkg/util/translate/types.go: NameAnnotation, NamespaceAnnotation
+    assert (OBJECT_NAME, OBJECT_NAMESPACE) == (NAME, NAMESPACE)

@@ -6,7 +6,10 @@ returns for a virtual pod key `namespace/name`, comparing the virtual pod with t
 References to ConfigMaps, Secrets and PVCs are rewritten to host names (podtranslate/references.py);
 the host pod is created once every required referenced object exists on the host (vcluster syncs
 them; a missing ConfigMap/Secret gets the `vcluster.loft.sh/force-sync` annotation unless vcluster's
-`all` key is set). After 10 s of waiting a `SyncWarning` says what for (behaviour.md section 3.1).
+`all` key is set). After 10 s of waiting a `SyncWarning` says what for (behaviour.md section 3.1). A host
+object whose `vcluster.loft.sh/object-name`/`object-namespace` do not name the referenced virtual object
+(another namespace's copy under a colliding name) counts as missing, and a `SyncWarning` names the conflict
+at once (references.not_the_copy).
 Service-account token projections get tokens requested from the virtual API server (TokenRequest, the
 reconciler's only I/O besides the writes), in a pod annotation or a host Secret owned by the host pod.
 
@@ -37,13 +40,14 @@ from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, tr
 from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate import affinity, tokens, trust
 from syncer.controllers.podtranslate.options import PodOptions
-from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency
+from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency, not_the_copy
 from syncer.controllers.refusal import Refusal
 from syncer.controllers.sources import (
     DEPENDENCY_RESOURCES,
     FORCE_SYNC,
     FORCE_SYNC_RESOURCES,
     SERVICE,
+    SERVICEACCOUNT,
     Sources,
 )
 from syncer.kube.builder import ControllerBuilder, InformerFactory
@@ -184,8 +188,9 @@ class PodReconciler:
     those gates are on); virtual namespaces (metadata); host PriorityClasses and virtual nodes (metadata) only with
     their gates; this vcluster's host
     pods (by the class their virtual pod named); host RuntimeClasses (the gate; an empty cache when the
-    feature is disabled, which never reads it); the host ConfigMaps, Secrets, PVCs and Services a host pod
-    needs (`host_objects`, by kind: it is created once they exist); the virtual ConfigMaps and Secrets it
+    feature is disabled, which never reads it); the host ConfigMaps, Secrets, PVCs and Services (and, with
+    `sync.toHost.serviceAccounts.enabled`, ServiceAccounts) a host pod needs (`host_objects`, by kind: it is
+    created once they exist and are the copies of what it references); the virtual ConfigMaps and Secrets it
     may mark for vcluster (`virtual_objects`); the virtual Services (service links).
     """
 
@@ -214,6 +219,8 @@ class PodReconciler:
         self.namespaces = factory.store(sources.virtual_namespaces)
         factory.index(sources.virtual_pods, NAMESPACE_INDEX, _namespace_index)
         self.options = PodOptions.from_config(config)
+        if self.options.service_accounts_to_host:  # pods run as the host copy of their own service account
+            self.host_objects[SERVICEACCOUNT] = factory.store(sources.host_objects(SERVICEACCOUNT))
         self.virtual_nodes: Store | None = None  # a pod's nodeName must name one, with a nodes selector
         if self.options.node_selector:
             self.virtual_nodes = factory.store(sources.virtual_nodes)
@@ -246,7 +253,8 @@ class PodReconciler:
           name them, the host pods synced with them, and every pod when it is a policy default;
         - with the priority-class gate, watches host PriorityClasses: the pods that name them;
         - with a nodes selector, watches virtual nodes: the pods bound to them;
-        - watches the host objects pods wait for, and the virtual ConfigMaps/Secrets they mark: the waiting pods;
+        - watches the host objects pods wait for (created, changed, deleted: a copy's annotations decide whether
+          it may be used), and the virtual ConfigMaps/Secrets they mark: the waiting pods;
         - watches virtual namespaces whose labels changed: their pods (the labels go to host pods as ns-labels,
           and choose a namespace's runtime policy entry).
         A re-list of pods or RuntimeClasses enqueues every pod: a watch gap may have hidden any change.
@@ -263,8 +271,8 @@ class PodReconciler:
         if self.config.raw.sync.fromHost.priorityClasses.enabled and not self.config.priority_selector.empty:
             b.watches(s.host_priority_classes,
                       lambda pc: self.virtual_pods.keys_by_index(PC_INDEX, object_key(pc)))
-        for kind in DEPENDENCY_RESOURCES:
-            b.watches(s.host_objects(kind), functools.partial(self._waiting_for_host_object, kind), on_delete=False)
+        for kind in self.host_objects:  # a deletion too: a conflicting copy removed turns into a plain wait
+            b.watches(s.host_objects(kind), functools.partial(self._waiting_for_host_object, kind))
         for kind in FORCE_SYNC_RESOURCES:
             b.watches(s.virtual_objects(kind), functools.partial(self._waiting_for_virtual_object, kind),
                       on_delete=False)
@@ -297,7 +305,7 @@ class PodReconciler:
         return list(keys)
 
     def _waiting_for_host_object(self, kind: str, obj: Cached) -> list[str]:
-        """A host ConfigMap/Secret/PVC/Service appeared or changed: the pods waiting for it."""
+        """A host ConfigMap/Secret/PVC/Service/ServiceAccount appeared, changed or went: the pods waiting for it."""
         return self.pods_waiting_for(kind, (obj.get("metadata") or {}).get("name", ""))
 
     def _waiting_for_virtual_object(self, kind: str, obj: Cached) -> list[str]:
@@ -420,7 +428,7 @@ class PodReconciler:
             return NODE_RECHECK
         default = resolution.runtime_class if resolution.defaulted else ""
         desired, deps = self._translate(vpod, default)
-        missing = await self._missing(vpod, deps)
+        missing = self._missing(vpod, deps)
         if missing:
             return await self._wait(vpod, missing)
         self._waiting.pop(object_key(vpod), None)
@@ -464,23 +472,35 @@ class PodReconciler:
         handlers: a pod is re-examined as soon as what it waits for appears)."""
         return [k for k, w in self._waiting.items() if (kind, host_name) in w.missing]
 
-    async def _missing(self, vpod: Obj, deps: list[Dependency]) -> list[Dependency]:
-        """The required host objects that do not exist yet, in spec order (each once). A missing ConfigMap
-        or Secret gets the `vcluster.loft.sh/force-sync` annotation in the virtual cluster, unless
-        vcluster's `all` key syncs its kind anyway, so that vcluster syncs it."""
-        out: list[Dependency] = []
+    def _missing(self, vpod: Obj, deps: list[Dependency]) -> list[tuple[Dependency, str]]:
+        """The required host objects that cannot be used yet, in spec order (each once), each with why: "" when
+        it does not exist, else how it is not the copy of the referenced virtual object (references.not_the_copy;
+        not checked for the vcluster's own Service, which is nobody's copy). Read from the caches without a pause,
+        so that `_wait` records them before a host object's event can come in between."""
+        out: list[tuple[Dependency, str]] = []
         seen: set[tuple[str, str]] = set()
         for d in deps:
             if d.optional or (d.kind, d.host_name) in seen:
                 continue
             seen.add((d.kind, d.host_name))
             store = self.host_objects.get(d.kind)
-            if store is None or store.get(f"{self.host_namespace}/{d.host_name}") is not None:
+            if store is None:
                 continue
-            out.append(d)
-            if not self.config.syncs_all(d.kind):
-                await self._force_sync(d.kind, d.name, vpod["metadata"]["namespace"])
+            obj = store.get(f"{self.host_namespace}/{d.host_name}")
+            why = "" if obj is None else self._not_the_copy(d, vpod["metadata"]["namespace"], obj)
+            if obj is not None and not why:
+                continue
+            out.append((d, why))
         return out
+
+    def _not_the_copy(self, d: Dependency, namespace: str, obj: Cached) -> str:
+        """How cached host object `obj`, which `d` names, is not the copy of the virtual object `d` references from
+        a pod in `namespace` ("" when it is): a reference names an object of the pod's namespace, the DNS Service
+        `kube-system/kube-dns`; the vcluster's own Service is not a copy and is not checked."""
+        if d.kind == SERVICE and d.field != "spec.dnsPolicy":
+            return ""
+        ns, _, name = d.name.rpartition("/") if d.kind == SERVICE else (namespace, "/", d.name)
+        return not_the_copy(d.kind, d.host_name, ns, name, sub_field(obj, "metadata", "annotations"))
 
     async def _force_sync(self, kind: str, name: str, namespace: str) -> None:
         """Annotate virtual ConfigMap/Secret `namespace/name` with `vcluster.loft.sh/force-sync: "true"`
@@ -500,24 +520,37 @@ class PodReconciler:
         log.info("annotated virtual %s %s/%s with %s so that vcluster syncs it to the host", kind, namespace, name,
                  FORCE_SYNC)
 
-    async def _wait(self, vpod: Obj, missing: list[Dependency]) -> float:
-        """Record that the pod waits for `missing`; after WAIT_WARNING seconds of waiting, a SyncWarning
-        says for what. Returns when to look again (sooner when a host object appears)."""
+    async def _wait(self, vpod: Obj, missing: list[tuple[Dependency, str]]) -> float:
+        """Record that the pod waits for `missing` (_missing's); after WAIT_WARNING seconds of waiting a
+        SyncWarning says for what, and at once when a host object is another's copy: the first such conflict.
+        Each ConfigMap or Secret in `missing` gets the `vcluster.loft.sh/force-sync` annotation in the virtual
+        cluster, unless vcluster's `all` key syncs its kind anyway, so that vcluster syncs it. Returns when to look
+        again (sooner when a host object appears, changes or goes)."""
         key, meta = object_key(vpod), vpod["metadata"]
         now = self.clock.now()
         w = self._waiting.get(key)
         if w is None or w.uid != meta.get("uid"):
             w = self._waiting[key] = _Waiting(meta.get("uid", ""), now)
-        w.missing = {(d.kind, d.host_name) for d in missing}
+        w.missing = {(d.kind, d.host_name) for d, _ in missing}  # before any pause: what wakes the pod from now on
+        for m, _ in missing:
+            if m.kind in (CONFIGMAP, SECRET) and not self.config.syncs_all(m.kind):
+                await self._force_sync(m.kind, m.name, meta["namespace"])
         waited = now - w.since
-        d = missing[0]
-        log.info("pod %s waits for %s %s/%s (host %s) before it can be synced", key, d.kind, meta["namespace"],
-                 d.name, d.host_name)
-        if waited < WAIT_WARNING:
+        conflicts = [why for _, why in missing if why]
+        d = missing[0][0]
+        if conflicts:
+            log.info("pod %s waits before it can be synced: %s", key, conflicts[0])
+        else:
+            log.info("pod %s waits for %s %s/%s (host %s) before it can be synced", key, d.kind, meta["namespace"],
+                     d.name, d.host_name)
+        if waited < WAIT_WARNING and not conflicts:
             return WAIT_WARNING - waited
-        message = f'did not sync pod "{meta["name"]}" to host yet: waiting for {_waiting_for(d)}'
+        message = f'did not sync pod "{meta["name"]}" to host yet: ' + (
+            conflicts[0] if conflicts else f"waiting for {_waiting_for(d)}")
         if w.warned != message:
             w.warned = message
+            if conflicts:  # a host object another virtual object's copy: for the platform team too, once
+                log.warning("pod %s: %s", key, message)
             await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
         return WAIT_RECHECK
 
@@ -689,6 +722,10 @@ class PodReconciler:
         desired, deps = translate.host_pod_and_dependencies(
             vpod, vcluster_name=self.vcluster_name, host_namespace=self.host_namespace,
             forced_runtime_class=self.config.forced_runtime_class or default, cluster=view, options=self.options)
+        own_sa = (vpod.get("spec") or {}).get("serviceAccountName") or (vpod.get("spec") or {}).get("serviceAccount")
+        if SERVICEACCOUNT in self.host_objects and isinstance(own_sa, str) and own_sa:  # the pod runs as its copy
+            deps.append(Dependency(SERVICEACCOUNT, own_sa, translate.host_pod_name(own_sa, ns, self.vcluster_name),
+                                   False, "spec.serviceAccountName"))
         if SERVICE in self.host_objects:
             deps.append(Dependency(SERVICE, f"{self.host_namespace}/{self.vcluster_name}", self.vcluster_name, False,
                                    "env KUBERNETES_SERVICE_HOST"))

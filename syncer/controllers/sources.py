@@ -11,9 +11,12 @@ read (the rest of a kept field packed as compact JSON; see kube/cache.py).
 |                                          | status                                                   |
 | host and virtual RuntimeClasses          | whole; identity and labels decoded                       |
 | host PriorityClasses (with their gate)   | whole; identity and labels decoded                       |
-| host/virtual ConfigMaps, Secrets, PVCs   | metadata only (server-side), then identity and the       |
-|                                          | force-sync annotation: no content enters the process     |
-| host and virtual Services                | identity, ClusterIP, ports                               |
+| host ConfigMaps, Secrets, PVCs (and      | metadata only (server-side), then identity and the       |
+| ServiceAccounts, with their sync on)     | object-name/-namespace annotations (whose copy it is)    |
+| virtual ConfigMaps, Secrets              | metadata only, then identity and the force-sync          |
+|                                          | annotation: no content enters the process                |
+| host and virtual Services                | identity, ClusterIP, ports (host: and the object-name/   |
+|                                          | -namespace annotations)                                  |
 | virtual namespaces (ns-labels, policy)   | metadata only; identity decoded                          |
 | virtual nodes (with a nodes selector)    | metadata only; identity                                  |
 """
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncer.controllers import translate
-from syncer.controllers.podtranslate.references import CONFIGMAP, PVC, SECRET
+from syncer.controllers.podtranslate.references import CONFIGMAP, OBJECT_NAME, OBJECT_NAMESPACE, PVC, SECRET
 from syncer.kube.builder import Slim, Source
 from syncer.kube.resources import (
     CONFIGMAPS,
@@ -35,6 +38,7 @@ from syncer.kube.resources import (
     PVCS,
     RUNTIMECLASSES,
     SECRETS,
+    SERVICEACCOUNTS,
     SERVICES,
     APIResource,
 )
@@ -42,8 +46,10 @@ from syncer.kube.resources import (
 Obj = dict[str, Any]
 FORCE_SYNC = "vcluster.loft.sh/force-sync"
 SERVICE = "service"  # host Services a pod needs: the vcluster's own, and the DNS Service
+SERVICEACCOUNT = "serviceaccount"  # the host copy of a pod's service account, with sync.toHost.serviceAccounts
 # the kinds of host object a pod may wait for, and the virtual ones it may mark for vcluster
 DEPENDENCY_RESOURCES: dict[str, APIResource] = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS, PVC: PVCS, SERVICE: SERVICES}
+OPTIONAL_DEPENDENCY_RESOURCES: dict[str, APIResource] = {SERVICEACCOUNT: SERVICEACCOUNTS}  # read only when enabled
 FORCE_SYNC_RESOURCES: dict[str, APIResource] = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS}
 
 # What event handlers and indexes read of a cached object without decoding it; the rest stays packed.
@@ -87,8 +93,10 @@ class Sources:
         return Source("virtual", RUNTIMECLASSES)
 
     def host_objects(self, kind: str) -> Source:
-        """Host objects of `kind` (DEPENDENCY_RESOURCES) in the host namespace; metadata only but Services."""
-        return Source("host", DEPENDENCY_RESOURCES[kind], self.host_namespace, metadata_only=kind != SERVICE)
+        """Host objects of `kind` (DEPENDENCY_RESOURCES or OPTIONAL_DEPENDENCY_RESOURCES) in the host namespace;
+        metadata only but Services."""
+        res = DEPENDENCY_RESOURCES.get(kind) or OPTIONAL_DEPENDENCY_RESOURCES[kind]
+        return Source("host", res, self.host_namespace, metadata_only=kind != SERVICE)
 
     def virtual_objects(self, kind: str) -> Source:
         """Virtual ConfigMaps or Secrets (FORCE_SYNC_RESOURCES), metadata only."""
@@ -122,10 +130,10 @@ def slim_of(source: Source) -> Slim:
     if r is PRIORITYCLASSES:
         return Slim(packed={"metadata": (*IDENTITY, "labels")})
     if r is SERVICES:
-        return Slim(keep=_service)
+        return Slim(keep=_host_service if source.cluster == "host" else _service)
     if r is NAMESPACES:
         return Slim(packed={"metadata": IDENTITY})
-    return Slim(keep=_identity_and_force_sync)
+    return Slim(keep=_identity_and_copy_of if source.cluster == "host" else _identity_and_force_sync)
 
 
 def _host_pod(obj: Obj) -> Obj:
@@ -152,19 +160,39 @@ def _host_pod(obj: Obj) -> Obj:
     return out
 
 
-def _identity_and_force_sync(obj: Obj) -> Obj:
-    """Keep only what is read of an object a pod references: its identity, and the force-sync annotation."""
+def _identity_and(obj: Obj, annotations: tuple[str, ...]) -> Obj:
+    """The identity of `obj` and those of its `annotations` it has."""
     meta = obj.get("metadata") or {}
     out = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta}
     ann = meta.get("annotations")
-    if isinstance(ann, dict) and FORCE_SYNC in ann:
-        out["annotations"] = {FORCE_SYNC: ann[FORCE_SYNC]}
+    kept = {k: ann[k] for k in annotations if k in ann} if isinstance(ann, dict) else {}
+    if kept:
+        out["annotations"] = kept
     return {"metadata": out}
+
+
+def _identity_and_force_sync(obj: Obj) -> Obj:
+    """Keep only what is read of a virtual object a pod references: its identity, and the force-sync annotation."""
+    return _identity_and(obj, (FORCE_SYNC,))
+
+
+def _identity_and_copy_of(obj: Obj) -> Obj:
+    """Keep only what is read of a host object a pod references: its identity, and the annotations naming the
+    virtual object it is the copy of (podtranslate/references.not_the_copy)."""
+    return _identity_and(obj, (OBJECT_NAME, OBJECT_NAMESPACE))
+
+
+def _host_service(obj: Obj) -> Obj:
+    """A host Service as _service, and the annotations naming the virtual Service it is the copy of (the DNS
+    Service's are checked)."""
+    out = _service(obj)
+    out["metadata"] = _identity_and_copy_of(obj)["metadata"]
+    return out
 
 
 def _service(obj: Obj) -> Obj:
     """Keep what the translation reads of a Service: its identity, ClusterIP and ports."""
-    out = _identity_and_force_sync(obj)
+    out = _identity_and(obj, ())
     spec = obj.get("spec") or {}
     out["spec"] = {"clusterIP": spec.get("clusterIP"),
                    "ports": [{k: p[k] for k in ("name", "port", "protocol") if k in p}

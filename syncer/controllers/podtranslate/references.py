@@ -12,6 +12,14 @@ virtual cluster (`ephemeral.VolumeClaimName`), as vcluster does.
 Each rewritten reference is also returned as a `Dependency`: the host object the host pod needs, unless
 the reference is `optional: true` (the `kube-root-ca.crt` source of the injected `kube-api-access-*` volume
 is a ConfigMap reference like any other). `serviceAccountToken` sources are tokens.py's.
+
+A host object is used only when it is the copy of what the pod references (`not_the_copy`): vcluster's
+single-namespace host names collide (`a` in namespace `b-x-c` and `a-x-b` in `c` both become
+`a-x-b-x-c-x-<vcluster>`, and past 63 characters a name keeps only 40 bits of a hash), so the name alone
+does not say whose object it is. vcluster's syncers write the virtual object's name and namespace on every
+host copy (`pkg/util/translate/translate.go`: `HostMetadata` -> `HostAnnotations` -> `addHostAnnotations`,
+which overwrites whatever the virtual object carried under those keys); vcluster's pod translator does not
+read them back (`translator.go`: `mappings.VirtualToHostName` maps the name only), which this check adds.
 """
 
 from __future__ import annotations
@@ -21,6 +29,10 @@ from typing import Any
 
 Obj = dict[str, Any]
 CONFIGMAP, SECRET, PVC = "configmap", "secret", "persistentvolumeclaim"
+# the annotations vcluster writes on each host copy naming its virtual object (pkg/util/translate/types.go:
+# NameAnnotation, NamespaceAnnotation; the same keys as translate.OBJECT_NAME/OBJECT_NAMESPACE)
+OBJECT_NAME = "vcluster.loft.sh/object-name"
+OBJECT_NAMESPACE = "vcluster.loft.sh/object-namespace"
 
 
 @dataclass(frozen=True)
@@ -119,3 +131,25 @@ def translate_references(spec: Obj, pod_name: str, host_name: Any) -> list[Depen
     for i, ref in enumerate(spec.get("imagePullSecrets") or []):
         r.ref(ref, "name", SECRET, f"spec.imagePullSecrets[{i}]")
     return r.deps
+
+
+def not_the_copy(kind: str, host_name: str, namespace: str, name: str, annotations: Any) -> str:
+    """Why host object `kind`/`host_name` (with `annotations`, its metadata.annotations) is not the copy of
+    virtual object `namespace/name`, in the words of the pod's SyncWarning; "" when it is (its
+    `vcluster.loft.sh/object-namespace` and `object-name` are exactly `namespace` and `name`).
+
+    E.g. `the host secret "a-x-b-x-c-x-vc" is the copy of secret "c/a-x-b", not of "b-x-c/a"`; a host
+    object without both annotations (one vcluster did not write) is nobody's copy:
+    `the host secret "s-x-ns-x-vc" is not the copy of secret "ns/s": it has no vcluster.loft.sh/object-name
+    and vcluster.loft.sh/object-namespace annotations` (or names the one it lacks).
+    """
+    ann = annotations if isinstance(annotations, dict) else {}
+    got_ns, got_name = ann.get(OBJECT_NAMESPACE), ann.get(OBJECT_NAME)
+    if got_ns == namespace and got_name == name:
+        return ""
+    what = f'the host {kind} "{host_name}"'
+    if isinstance(got_ns, str) and isinstance(got_name, str) and got_ns and got_name:
+        return f'{what} is the copy of {kind} "{got_ns}/{got_name}", not of "{namespace}/{name}"'
+    lacking = [k for k, v in ((OBJECT_NAME, got_name), (OBJECT_NAMESPACE, got_ns)) if not isinstance(v, str) or not v]
+    return (f'{what} is not the copy of {kind} "{namespace}/{name}": it has no {" and ".join(lacking)} '
+            f'annotation{"s" if len(lacking) > 1 else ""}')
