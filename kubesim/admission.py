@@ -11,8 +11,9 @@ Only what the syncer's behaviour depends on, modelled on kube-apiserver:
   PriorityClass create: `system-` names are reserved and only one class may be the global default.
 - DefaultTolerationSeconds (plugin/pkg/admission/defaulttolerationseconds): a pod that does not tolerate
   `node.kubernetes.io/not-ready` and `.../unreachable` NoExecute taints gets them for 300 s.
-- PodSecurity (syncer/controllers/podsecurity.py, shared with the syncer's `policies.podSecurityStandard` check)
-  for a namespace labelled `pod-security.kubernetes.io/enforce`.
+- PodSecurity (k8s.io/pod-security-admission, through syncer/controllers/podsecurity.py, shared with the syncer's
+  `policies.podSecurityStandard` check) on pod create, for a namespace labelled `pod-security.kubernetes.io/enforce`
+  (and `enforce-version`); before it, as the pod strategy does on create, AppArmor annotations become fields.
 - Validation on create and update: validation.py (kube-apiserver's `ValidatePod`, `ValidatePodUpdate`,
   `ValidateRuntimeClass`, `ValidateObjectMeta`), every error in one 422.
 """
@@ -37,6 +38,7 @@ _RANDOM = "bcdfghjklmnpqrstvwxz2456789"
 def default_pod(pod: Obj) -> None:
     """Apply the pod defaults and reset the status, for a pod being created."""
     default_pod_spec(pod)
+    apply_apparmor_version_skew(pod)
     try:
         qos_class = qos.pod_qos(pod)  # the pod strategy's PrepareForCreate
     except ValueError as e:  # kube-apiserver cannot decode a pod with such a quantity: 400, as it answers
@@ -56,6 +58,39 @@ def default_pod_spec(pod: Obj) -> None:
         if isinstance(c, dict):
             c.setdefault("imagePullPolicy", "Always" if str(c.get("image", "")).endswith(":latest")
                          or ":" not in str(c.get("image", "")) else "IfNotPresent")
+
+
+def _apparmor_field_for_annotation(value: str) -> Obj | None:
+    """`ApparmorFieldForAnnotation`: the profile a deprecated AppArmor annotation value stands for, or None."""
+    if value == "unconfined":
+        return {"type": "Unconfined"}
+    if value == "runtime/default":
+        return {"type": "RuntimeDefault"}
+    if value.startswith("localhost/") and value != "localhost/":
+        return {"type": "Localhost", "localhostProfile": value.removeprefix("localhost/")}
+    return None
+
+
+def apply_apparmor_version_skew(pod: Obj) -> None:
+    """The pod strategy's `applyAppArmorVersionSkew` (pkg/registry/core/pod/strategy.go, PrepareForCreate): a
+    container without an `appArmorProfile` whose `container.apparmor.security.beta.kubernetes.io/<name>`
+    annotation names a profile gets that profile in its securityContext, unless it equals the pod's; not for a
+    Windows pod. PodSecurity admission then sees both the annotation and the field, as on a real API server."""
+    spec = pod.get("spec") or {}
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if (spec.get("os") or {}).get("name") == "windows" or not isinstance(annotations, dict):
+        return
+    pod_profile = (spec.get("securityContext") or {}).get("appArmorProfile")
+    for field in ("initContainers", "containers", "ephemeralContainers"):
+        for c in spec.get(field) or []:
+            if not isinstance(c, dict) or (c.get("securityContext") or {}).get("appArmorProfile") is not None:
+                continue
+            value = annotations.get(podsecurity.APPARMOR_ANNOTATION_PREFIX + str(c.get("name", "")))
+            if not isinstance(value, str):
+                continue
+            profile = _apparmor_field_for_annotation(value)
+            if profile is not None and profile != pod_profile:
+                c["securityContext"] = {**(c.get("securityContext") or {}), "appArmorProfile": profile}
 
 
 def validate_create(res: APIResource, obj: Obj) -> None:
@@ -180,8 +215,10 @@ def admit_default_toleration_seconds(pod: Obj, seconds: int = 300) -> None:
 
 
 def admit_pod_security(pod: Obj, namespace_labels: Obj | None) -> None:
-    """PodSecurity on pod create (syncer/controllers/podsecurity.py); raises 403 with the library's words."""
-    why = podsecurity.refusal(namespace_labels, pod.get("spec") or {})
+    """PodSecurity (k8s.io/pod-security-admission `ValidatePod`, through syncer/controllers/podsecurity.py) on pod
+    create: the pod's metadata and spec evaluated at the namespace's `pod-security.kubernetes.io/enforce` level and
+    `enforce-version`; raises 403 `pods "<name>" is forbidden: violates PodSecurity "<level>:<version>": ...`."""
+    why = podsecurity.refusal(namespace_labels, pod["metadata"], pod.get("spec") or {})
     if why is not None:
         raise forbidden(PODS, pod["metadata"]["name"], why)
 

@@ -79,7 +79,8 @@ LISTED = (
              "            hp[\"path\"] = targets[path]", "            pass",
              ("tests/test_pod_parity.py", "-k", "host_paths")),
     Mutation("the host namespace's PodSecurity level ignored", "kubesim/admission.py",
-             "    why = podsecurity.refusal(namespace_labels, pod.get(\"spec\") or {})", "    why = None",
+             "    why = podsecurity.refusal(namespace_labels, pod[\"metadata\"], pod.get(\"spec\") or {})",
+             "    why = None",
              ("tests/test_host_admission.py", "-k", "restricted_host")),
 )
 
