@@ -223,6 +223,29 @@ def admit_pod_security(pod: Obj, namespace_labels: Obj | None) -> None:
         raise forbidden(PODS, pod["metadata"]["name"], why)
 
 
+def significant_pod_update(new: Obj, old: Obj) -> bool:
+    """`isSignificantPodUpdate` (k8s.io/pod-security-admission admission/admission.go): an update PodSecurity
+    evaluates again changes the number of init or app containers, the image of one, or adds or changes the image
+    of an ephemeral container (matched by name); anything else (labels, annotations, resources) is allowed."""
+    def containers(pod: Obj, field: str) -> list[Obj]:
+        return [c for c in (pod.get("spec") or {}).get(field) or [] if isinstance(c, dict)]
+    for field in ("containers", "initContainers"):
+        now, before = containers(new, field), containers(old, field)
+        if len(now) != len(before) or any(n.get("image") != o.get("image")
+                                          for n, o in zip(now, before, strict=True)):
+            return True
+    images = {c.get("name"): c.get("image") for c in containers(old, "ephemeralContainers")}
+    return any(c.get("name") not in images or images[c.get("name")] != c.get("image")
+               for c in containers(new, "ephemeralContainers"))
+
+
+def admit_pod_security_update(new: Obj, old: Obj, namespace_labels: Obj | None) -> None:
+    """PodSecurity on a pod update (`ValidatePod`, the `status` subresource excepted by the caller): a significant
+    update (`significant_pod_update`) is evaluated as a create is; raises 403 with the library's words."""
+    if significant_pod_update(new, old):
+        admit_pod_security(new, namespace_labels)
+
+
 def check_namespace_exists(namespace: str, exists: bool) -> None:
     """NamespaceLifecycle admission: creating in a missing namespace is 404 NotFound."""
     if not exists:

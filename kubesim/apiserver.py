@@ -737,6 +737,9 @@ class EmbeddedAPIServer:
             if res == PODS and isinstance(new.get("spec"), dict):
                 admission.default_pod_spec(new)
             admission.validate_update(res, new, old)
+        if res == PODS and sub != "status":  # PodSecurity ignores the status subresource only
+            namespace = self.storage.get(NAMESPACES, "", old["metadata"]["namespace"]) or {}
+            admission.admit_pod_security_update(new, old, (namespace.get("metadata") or {}).get("labels"))
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if new == old:
             return old  # a no-op update does not take a new resourceVersion

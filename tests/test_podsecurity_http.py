@@ -123,25 +123,6 @@ async def test_policies_pod_security_standard_baseline_holds_back_what_the_libra
     assert on_host.isdisjoint(hname(n) for n in WORDS)
 
 
-async def test_an_unconfined_annotation_added_after_sync_is_not_synced(clusters: Clusters) -> None:
-    # the tenant adds an AppArmor annotation to a synced pod: the check reads metadata, so the update is held back
-    # with a SyncError and the host pod keeps its annotations
-    doc = rc_config()
-    doc["policies"] = {"podSecurityStandard": "baseline"}
-    async with running_syncer(clusters, doc):
-        await clusters.virtual.create(PODS, pod("web"), "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web synced")
-        await clusters.virtual.patch(PODS, "web", {"metadata": {"annotations": {AA_APP: "unconfined", "x": "1"}}},
-                                     "default")
-        events = await warnings_for(clusters, "web")
-        assert (events[0]["reason"], events[0]["message"]) == (
-            "SyncError", 'Pod web is forbidden: violates PodSecurity "baseline:latest": forbidden AppArmor profile '
-                         '(annotation must not set AppArmor profile type to '
-                         '"container.apparmor.security.beta.kubernetes.io/app="unconfined"")')
-        hp = await clusters.host.get(PODS, hname("web"), HOST_NS)
-    assert AA_APP not in (hp["metadata"].get("annotations") or {})
-
-
 async def test_a_baseline_host_refuses_an_annotated_pod_the_syncer_lets_through(clusters: Clusters) -> None:
     # without policies.podSecurityStandard the syncer syncs the pod; the host namespace enforces baseline and
     # refuses it with the library's words, which reach the tenant as a SyncError
@@ -152,3 +133,31 @@ async def test_a_baseline_host_refuses_an_annotated_pod_the_syncer_lets_through(
     assert events[0]["message"] == (
         f'host rejected pod "apparmor": pods "{hname("apparmor")}" is forbidden: violates PodSecurity '
         f'"baseline:latest": {WORDS["apparmor"]}')
+
+
+async def test_the_host_evaluates_pod_updates_the_library_calls_significant(clusters: Clusters) -> None:
+    # admission.go ValidatePod: an update is evaluated when it changes an image or adds an ephemeral container
+    # (isSignificantPodUpdate); labels, annotations and status are not, so a pod admitted before the namespace was
+    # labelled keeps running and can be relabelled
+    await clusters.host.create(NAMESPACES, {"metadata": {"name": NS}})
+    await clusters.host.create(PODS, with_container_sc(pod("p", namespace=NS), {"privileged": True}), NS)
+    await label(clusters, NS, {"pod-security.kubernetes.io/enforce": "baseline"})
+    await clusters.host.patch(PODS, "p", {"metadata": {"labels": {"tier": "web"},
+                                                       "annotations": {"team": "a"}}}, NS)
+    await clusters.host.patch(PODS, "p", {"status": {"phase": "Running"}}, NS, subresource="status")
+    words = ('pods "p" is forbidden: violates PodSecurity "baseline:latest": privileged (container "app" must not '
+             'set securityContext.privileged=true)')
+    current = await clusters.host.get(PODS, "p", NS)
+    current["spec"]["containers"][0]["image"] = "nginx:1.28"
+    with pytest.raises(ApiError) as err:
+        await clusters.host.replace(PODS, current, NS)
+    assert (err.value.status, err.value.message) == (403, words)
+    debug = {"name": "debugger", "image": "busybox", "targetContainerName": "app",
+             "securityContext": {"capabilities": {"add": ["SYS_PTRACE"]}}}
+    with pytest.raises(ApiError) as err:
+        await clusters.host.patch(PODS, "p", {"spec": {"ephemeralContainers": [debug]}}, NS,
+                                  subresource="ephemeralcontainers")
+    assert (err.value.status, err.value.message) == (403, words.replace(
+        "privileged (", 'non-default capabilities (container "debugger" must not include "SYS_PTRACE" in '
+                        "securityContext.capabilities.add), privileged ("))
+    assert (await clusters.host.get(PODS, "p", NS))["metadata"]["labels"] == {"tier": "web"}
