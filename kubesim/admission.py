@@ -54,6 +54,9 @@ def default_pod_spec(pod: Obj) -> None:
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
+    for v in spec.get("volumes") or []:
+        if isinstance(v, dict) and all(value is None for key, value in v.items() if key != "name"):
+            v["emptyDir"] = {}  # SetDefaults_Volume: a volume without a source is an emptyDir
     for c in spec.get("containers") or []:
         if isinstance(c, dict):
             c.setdefault("imagePullPolicy", "Always" if str(c.get("image", "")).endswith(":latest")

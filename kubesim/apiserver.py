@@ -657,6 +657,8 @@ class EmbeddedAPIServer:
             meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
         if self.storage.get(res, ns, meta["name"]) is not None:
             raise already_exists(res, meta["name"])
+        if res == PODS and isinstance(obj.get("spec"), dict):
+            admission.default_pod_spec(obj)  # decoding defaults come before validation
         admission.validate_create(res, obj)
         if res == PODS:
             admission.default_pod(obj)

@@ -3,7 +3,8 @@ tests/data/pod-security-admission with its SOURCE and LICENSE) judged by syncer/
 its directory says: `<level>/v1.<minor>/pass/*.yaml` allowed at `<level>:v1.<minor>`, `fail/*.yaml` refused, with
 the words the library's own runner expects in the refusal (`test/run.go`, `expectErrorSubstring` of
 `test/fixtures_*.go`). The newest version's fixtures are judged at `latest` too, which is what
-`policies.podSecurityStandard` and a namespace labelled only `pod-security.kubernetes.io/enforce` evaluate."""
+`policies.podSecurityStandard` and a namespace labelled only `pod-security.kubernetes.io/enforce` evaluate. The test
+API server's PodSecurity admission is run against the fixtures over HTTP as the library's runner does."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import pytest
 import yaml
 
 from syncer.controllers.podsecurity import violations
+from syncer.kube.client import ApiError
+from syncer.kube.resources import NAMESPACES, PODS
+from tests.conftest import Clusters
 
 DATA = Path(__file__).parent / "data" / "pod-security-admission"
 NEWEST = "v1.37"  # the newest version directory of the copied fixtures (SOURCE)
@@ -94,3 +98,34 @@ def test_every_fixture_of_every_version_is_judged_as_the_library_judges_it(level
     ids=[f"{f[0]}-{f[2]}-{f[3].stem}" for f in fixtures() if f[1] == NEWEST])
 def test_the_newest_fixtures_at_latest(level: str, expected: str, path: Path) -> None:
     assert wrong_judgement(expected, path, judge(level, None, load(path))) is None
+
+
+@pytest.mark.parametrize("version", ["v1.0", "v1.36", NEWEST])
+async def test_the_test_api_server_admits_and_refuses_the_fixtures_as_the_library_does(
+        clusters: Clusters, version: str) -> None:
+    # the library's own runner (test/run.go): a namespace per level labelled enforce=<level>,
+    # enforce-version=<version>; each fixture created there as written (the API server applies its defaults);
+    # pass: created, fail: 403 `pods "<name>" is forbidden: violates PodSecurity "<level>:<version>": ...` with the
+    # check's words. v1.36 is the newest policy of the library vcluster vendors (v0.36.0).
+    for level in ("baseline", "restricted"):
+        await clusters.host.create(NAMESPACES, {"metadata": {"name": level, "labels": {
+            "pod-security.kubernetes.io/enforce": level, "pod-security.kubernetes.io/enforce-version": version}}})
+    wrong = []
+    for level, v, expected, path in fixtures():
+        if v != version:
+            continue
+        pod = yaml.safe_load(path.read_text())
+        name = pod["metadata"]["name"] = path.stem.replace("_", "-")
+        try:
+            await clusters.host.create(PODS, pod, level)
+            found = []
+        except ApiError as e:
+            prefix = f'pods "{name}" is forbidden: violates PodSecurity "{level}:{version}": '
+            if e.status != 403 or not e.message.startswith(prefix):
+                wrong.append(f"{level}/{path.stem}: {e}")
+                continue
+            found = [e.message.removeprefix(prefix)]
+        why = wrong_judgement(expected, path, found)
+        if why is not None:
+            wrong.append(f"{level}/{path.stem}: {why}")
+    assert wrong == []
