@@ -12,8 +12,10 @@ Only what the syncer's behaviour depends on, modelled on kube-apiserver:
 - DefaultTolerationSeconds (plugin/pkg/admission/defaulttolerationseconds): a pod that does not tolerate
   `node.kubernetes.io/not-ready` and `.../unreachable` NoExecute taints gets them for 300 s.
 - PodSecurity (k8s.io/pod-security-admission, through syncer/controllers/podsecurity.py, shared with the syncer's
-  `policies.podSecurityStandard` check) on pod create, for a namespace labelled `pod-security.kubernetes.io/enforce`
-  (and `enforce-version`); before it, as the pod strategy does on create, AppArmor annotations become fields.
+  `policies.podSecurityStandard` check) on pod create and on the updates the library evaluates (an image changed, a
+  container added), for a namespace labelled `pod-security.kubernetes.io/enforce` (and `enforce-version`); before
+  it, as the pod strategy does on create, AppArmor annotations become fields and a volume without a source becomes
+  an emptyDir (`SetDefaults_Volume`, applied before validation as on decode).
 - Validation on create and update: validation.py (kube-apiserver's `ValidatePod`, `ValidatePodUpdate`,
   `ValidateRuntimeClass`, `ValidateObjectMeta`), every error in one 422.
 """
@@ -79,21 +81,23 @@ def apply_apparmor_version_skew(pod: Obj) -> None:
     container without an `appArmorProfile` whose `container.apparmor.security.beta.kubernetes.io/<name>`
     annotation names a profile gets that profile in its securityContext, unless it equals the pod's; not for a
     Windows pod. PodSecurity admission then sees both the annotation and the field, as on a real API server."""
-    spec = pod.get("spec") or {}
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    if (spec.get("os") or {}).get("name") == "windows" or not isinstance(annotations, dict):
+    def obj(parent: Any, key: str) -> Obj:
+        value = parent.get(key) if isinstance(parent, dict) else None
+        return value if isinstance(value, dict) else {}
+    spec = obj(pod, "spec")
+    annotations = obj(pod.get("metadata"), "annotations")
+    if obj(spec, "os").get("name") == "windows":
         return
-    pod_profile = (spec.get("securityContext") or {}).get("appArmorProfile")
+    pod_profile = obj(spec, "securityContext").get("appArmorProfile")
     for field in ("initContainers", "containers", "ephemeralContainers"):
-        for c in spec.get(field) or []:
-            if not isinstance(c, dict) or (c.get("securityContext") or {}).get("appArmorProfile") is not None:
+        items = spec.get(field)
+        for c in items if isinstance(items, list) else []:
+            if not isinstance(c, dict) or obj(c, "securityContext").get("appArmorProfile") is not None:
                 continue
             value = annotations.get(podsecurity.APPARMOR_ANNOTATION_PREFIX + str(c.get("name", "")))
-            if not isinstance(value, str):
-                continue
-            profile = _apparmor_field_for_annotation(value)
+            profile = _apparmor_field_for_annotation(value) if isinstance(value, str) else None
             if profile is not None and profile != pod_profile:
-                c["securityContext"] = {**(c.get("securityContext") or {}), "appArmorProfile": profile}
+                c["securityContext"] = {**obj(c, "securityContext"), "appArmorProfile": profile}
 
 
 def validate_create(res: APIResource, obj: Obj) -> None:

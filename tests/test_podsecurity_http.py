@@ -161,3 +161,15 @@ async def test_the_host_evaluates_pod_updates_the_library_calls_significant(clus
         "privileged (", 'non-default capabilities (container "debugger" must not include "SYS_PTRACE" in '
                         "securityContext.capabilities.add), privileged ("))
     assert (await clusters.host.get(PODS, "p", NS))["metadata"]["labels"] == {"tier": "web"}
+
+
+async def test_a_volume_without_a_source_is_an_empty_dir(clusters: Clusters) -> None:
+    # SetDefaults_Volume (pkg/apis/core/v1/defaults.go) on decode, before validation: the library's
+    # restrictedvolumes0 pass fixture relies on it ("implicit empty dir"), so restricted admits such a pod
+    await clusters.host.create(NAMESPACES, {"metadata": {"name": NS}})
+    await label(clusters, NS, {"pod-security.kubernetes.io/enforce": "restricted"})
+    p = with_container_sc(pod("scratch", namespace=NS, volumes=[{"name": "tmp"}],
+                              securityContext={"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}),
+                          {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}})
+    created = await clusters.host.create(PODS, p, NS)
+    assert created["spec"]["volumes"][0] == {"name": "tmp", "emptyDir": {}}
