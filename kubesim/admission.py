@@ -15,7 +15,8 @@ Only what the syncer's behaviour depends on, modelled on kube-apiserver:
   `policies.podSecurityStandard` check) on pod create and on the updates the library evaluates (an image changed, a
   container added), for a namespace labelled `pod-security.kubernetes.io/enforce` (and `enforce-version`); before
   it, as the pod strategy does on create, AppArmor annotations become fields and a volume without a source becomes
-  an emptyDir (`SetDefaults_Volume`, applied before validation as on decode).
+  an emptyDir (`SetDefaults_Volume`, applied before validation as on decode). A namespace whose Pod Security labels
+  the library cannot parse is refused (`ValidateNamespace`).
 - Validation on create and update: validation.py (kube-apiserver's `ValidatePod`, `ValidatePodUpdate`,
   `ValidateRuntimeClass`, `ValidateObjectMeta`), every error in one 422.
 """
@@ -30,7 +31,7 @@ from kubesim import fielderrors, qos, validation
 from kubesim.status import StatusError, forbidden, invalid
 from kubesim.tokens import kube_api_access_volume
 from syncer.controllers import podsecurity
-from syncer.kube.resources import PODS, PRIORITYCLASSES, RUNTIMECLASSES, APIResource
+from syncer.kube.resources import NAMESPACES, PODS, PRIORITYCLASSES, RUNTIMECLASSES, APIResource
 
 Obj = dict[str, Any]
 SA_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -251,6 +252,19 @@ def admit_pod_security_update(new: Obj, old: Obj, namespace_labels: Obj | None) 
     update (`significant_pod_update`) is evaluated as a create is; raises 403 with the library's words."""
     if significant_pod_update(new, old):
         admit_pod_security(new, namespace_labels)
+
+
+def admit_namespace_pod_security(ns: Obj, old: Obj | None) -> None:
+    """PodSecurity on a namespace create (`old` None) or update (`ValidateNamespace`): Pod Security labels the
+    library cannot parse are refused with 422 `Namespace "<name>" is invalid: metadata.labels[<label>]: Invalid
+    value: "<value>": must be ...`; on update only when they changed (errors the old labels already had pass)."""
+    def errors(obj: Obj) -> list[fielderrors.FieldError]:
+        labels = (obj.get("metadata") or {}).get("labels")
+        return [fielderrors.invalid(f"metadata.labels[{key}]", value, why)
+                for key, value, why in podsecurity.label_errors(labels if isinstance(labels, dict) else None)]
+    found = errors(ns)
+    if found and (old is None or [str(e) for e in found] != [str(e) for e in errors(old)]):
+        raise invalid(NAMESPACES, ns["metadata"]["name"], found)
 
 
 def check_namespace_exists(namespace: str, exists: bool) -> None:

@@ -674,6 +674,7 @@ class EmbeddedAPIServer:
         if res == PRIORITYCLASSES:
             admission.admit_priority_class(obj, lambda: list(self.storage.objects(PRIORITYCLASSES).values()))
         if res == NAMESPACES:
+            admission.admit_namespace_pod_security(obj, None)
             obj["status"] = {"phase": "Active"}
         if res == SERVICES and not dry_run:
             self._allocate_cluster_ip(obj)
@@ -739,6 +740,8 @@ class EmbeddedAPIServer:
             if res == PODS and isinstance(new.get("spec"), dict):
                 admission.default_pod_spec(new)
             admission.validate_update(res, new, old)
+        if res == NAMESPACES and sub is None:
+            admission.admit_namespace_pod_security(new, old)
         if res == PODS and sub != "status":  # PodSecurity ignores the status subresource only
             namespace = self.storage.get(NAMESPACES, "", old["metadata"]["namespace"]) or {}
             admission.admit_pod_security_update(new, old, (namespace.get("metadata") or {}).get("labels"))

@@ -173,3 +173,39 @@ async def test_a_volume_without_a_source_is_an_empty_dir(clusters: Clusters) -> 
                           {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}})
     created = await clusters.host.create(PODS, p, NS)
     assert created["spec"]["volumes"][0] == {"name": "tmp", "emptyDir": {}}
+
+
+async def test_pod_security_labels_the_library_cannot_parse_are_refused(clusters: Clusters) -> None:
+    # admission.go ValidateNamespace: invalid labels refused on create, and on update when they change
+    # (api/helpers.go PolicyToEvaluate, ParseLevel, ParseVersion; response.go invalidResponse)
+    with pytest.raises(ApiError) as err:
+        await clusters.host.create(NAMESPACES, {"metadata": {"name": NS, "labels": {
+            "pod-security.kubernetes.io/enforce": "strict", "pod-security.kubernetes.io/warn-version": "1.30"}}})
+    assert (err.value.status, err.value.message) == (422, (
+        'Namespace "apps" is invalid: [metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": '
+        "must be one of privileged, baseline, restricted, metadata.labels[pod-security.kubernetes.io/warn-version]: "
+        'Invalid value: "1.30": must be "latest" or "v1.x"]'))
+    await clusters.host.create(NAMESPACES, {"metadata": {"name": NS, "labels": {
+        "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "v1.30"}}})
+    with pytest.raises(ApiError) as err:
+        await label(clusters, NS, {"pod-security.kubernetes.io/enforce-version": "v1.030"})
+    assert (err.value.status, err.value.message) == (422, (
+        'Namespace "apps" is invalid: metadata.labels[pod-security.kubernetes.io/enforce-version]: Invalid value: '
+        '"v1.030": must be "latest" or "v1.x"'))
+    await label(clusters, NS, {"pod-security.kubernetes.io/audit": "baseline", "team": "a"})
+
+
+def test_labels_that_were_already_invalid_do_not_block_other_changes() -> None:
+    # ValidateNamespace on update: `len(newErrs) > 0 && (len(oldErrs) == 0 || !reflect.DeepEqual(newErrs, oldErrs))`
+    # (a namespace labelled before PodSecurity was enabled can still be relabelled otherwise)
+    from kubesim.admission import admit_namespace_pod_security
+    from kubesim.status import StatusError
+    old = {"metadata": {"name": NS, "labels": {"pod-security.kubernetes.io/enforce": "strict"}}}
+    admit_namespace_pod_security({"metadata": {"name": NS, "labels": {
+        "pod-security.kubernetes.io/enforce": "strict", "team": "a"}}}, old)
+    with pytest.raises(StatusError) as err:
+        admit_namespace_pod_security({"metadata": {"name": NS, "labels": {
+            "pod-security.kubernetes.io/enforce": "stricter"}}}, old)
+    assert err.value.status()["message"] == (
+        'Namespace "apps" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: '
+        '"stricter": must be one of privileged, baseline, restricted')

@@ -14,8 +14,8 @@ The words are the library's: each failing check gives a reason and a detail, joi
 `<reason> (<detail>), ...` (`AggregateCheckResult.ForbiddenDetail`), the baseline checks first, then the
 restricted ones, each group in the order of their IDs (`policy/registry.go` `populate`). The admission plugin
 refuses with `violates PodSecurity "<level>:<version>": ...` (`admission/admission.go` `EvaluatePod`). Not
-modelled: the `warn` and `audit` modes, exemptions (users, namespaces, runtime classes) and namespace label
-validation.
+modelled: the `warn` and `audit` modes (their labels are only parsed, for `label_errors`) and exemptions (users,
+namespaces, runtime classes).
 """
 
 from __future__ import annotations
@@ -616,6 +616,25 @@ def parse_version(value: str) -> int | None:
             and (value[3:] == "0" or not value[3:].startswith("0")):
         return int(value[3:])
     return None
+
+
+_MODES = ("enforce", "audit", "warn")
+
+
+def label_errors(namespace_labels: Obj | None) -> list[tuple[str, str, str]]:
+    """The (label, value, why) of every Pod Security label of a namespace the library cannot parse
+    (`PolicyToEvaluate`, `ParseLevel`, `ParseVersion`), in its order: enforce, enforce-version, audit,
+    audit-version, warn, warn-version."""
+    labels = namespace_labels or {}
+    out = []
+    for mode in _MODES:
+        key = f"pod-security.kubernetes.io/{mode}"
+        if key in labels and labels[key] not in LEVELS:
+            out.append((key, str(labels[key]), "must be one of " + ", ".join(LEVELS)))
+        key += "-version"
+        if key in labels and labels[key] != "latest" and parse_version(str(labels[key])) is None:
+            out.append((key, str(labels[key]), 'must be "latest" or "v1.x"'))
+    return out
 
 
 def enforce_policy(namespace_labels: Obj | None) -> tuple[str, str]:
