@@ -397,6 +397,60 @@ def test_levels_and_the_refusal() -> None:
         "securityContext.privileged=true), allowPrivilegeEscalation != false")
 
 
+def test_every_kind_of_container_is_checked_and_every_setter_named() -> None:
+    # visitContainers: init, app and ephemeral containers; the AppArmor detail joins pod, containers and annotations
+    # with " and "
+    s = spec({}, pod={"appArmorProfile": {"type": "Unconfined"}},
+             ephemeralContainers=[{"name": "debug", "image": "busybox",
+                                   "securityContext": {"privileged": True, "appArmorProfile": {"type": "Unconfined"}}}])
+    assert violations("baseline", {"annotations": {AA + "c0": "unconfined"}}, s) == [
+        'forbidden AppArmor profiles (pod and container "debug" and annotation must not set AppArmor profile type to '
+        '"Unconfined", "container.apparmor.security.beta.kubernetes.io/c0="unconfined"")',
+        'privileged (container "debug" must not set securityContext.privileged=true)']
+    # one hostPath volume: the singular
+    assert violations("baseline", {}, spec({}, volumes=[{"name": "logs", "hostPath": {"path": "/var/log"}}])) == [
+        'hostPath volumes (volume "logs")']
+    # a container without capabilities does not stop the check of the next one
+    s = spec({"securityContext": {"allowPrivilegeEscalation": False}},
+             {"securityContext": {**OK_C, "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]}}}, pod=OK_POD)
+    assert violations("restricted", {}, s) == [
+        'unrestricted capabilities (container "c0" must set securityContext.capabilities.drop=["ALL"]; container '
+        '"c1" must not include "SYS_ADMIN" in securityContext.capabilities.add)']
+
+
+def test_the_seccomp_annotations_before_v1_19() -> None:
+    # check_seccompProfile_baseline.go validSeccompAnnotationValue: runtime/default, docker/default, localhost/*
+    ok = {"annotations": {"seccomp.security.alpha.kubernetes.io/pod": "docker/default",
+                          "container.seccomp.security.alpha.kubernetes.io/c0": "localhost/profile.json",
+                          "container.seccomp.security.alpha.kubernetes.io/c1": "runtime/default"}}
+    assert violations("baseline", ok, spec({}, {}), minor=18) == []
+    bad = {"annotations": {"container.seccomp.security.alpha.kubernetes.io/c0": "",
+                           "container.seccomp.security.alpha.kubernetes.io/other": "unconfined"}}
+    assert violations("baseline", bad, spec({}), minor=18) == [
+        'seccompProfile (forbidden annotation container.seccomp.security.alpha.kubernetes.io/c0="")']
+
+
+@pytest.mark.parametrize(("labels", "errors"), [
+    ({}, []),
+    ({"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "latest",
+      "pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/audit-version": "v1.0",
+      "pod-security.kubernetes.io/warn": "privileged", "pod-security.kubernetes.io/warn-version": "v1.35"}, []),
+    ({"pod-security.kubernetes.io/warn-version": "v1", "pod-security.kubernetes.io/audit": "Baseline",
+      "pod-security.kubernetes.io/enforce-version": "1.30", "pod-security.kubernetes.io/warn": ""},
+     [("pod-security.kubernetes.io/enforce-version", "1.30", 'must be "latest" or "v1.x"'),
+      ("pod-security.kubernetes.io/audit", "Baseline", "must be one of privileged, baseline, restricted"),
+      ("pod-security.kubernetes.io/warn", "", "must be one of privileged, baseline, restricted"),
+      ("pod-security.kubernetes.io/warn-version", "v1", 'must be "latest" or "v1.x"')]),
+])
+def test_label_errors(labels: Obj, errors: list[tuple[str, str, str]]) -> None:
+    # api/helpers.go PolicyToEvaluate: the labels in the order it reads them, ParseLevel and ParseVersion's words
+    assert ps.label_errors(labels) == errors
+
+
 def test_go_quote() -> None:
-    # strconv.Quote
-    assert ps.go_quote('a"b\\c\n\t\x00\x7fé\u200b\U0001f600') == '"a\\"b\\\\c\\n\\t\\x00\\x7fé\\u200b\U0001f600"'
+    # strconv.Quote: the named escapes, \x for other ASCII controls, \u and \U for non-printable runes
+    assert ps.go_quote('a"b\\c') == '"a\\"b\\\\c"'
+    assert ps.go_quote("\a\b\f\n\r\t\v") == '"\\a\\b\\f\\n\\r\\t\\v"'
+    assert ps.go_quote("\x00\x1f\x7f") == '"\\x00\\x1f\\x7f"'
+    assert ps.go_quote("é\u200b\u00a0 ") == '"é\\u200b\\u00a0 "'
+    assert ps.go_quote("\U0001f600\U000e0001") == '"\U0001f600\\U000e0001"'

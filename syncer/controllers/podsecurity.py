@@ -370,14 +370,37 @@ _SYSCTLS_1_32 = _SYSCTLS_1_29 | {"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"}
 _SYSCTLS_1_37 = _SYSCTLS_1_32 | {"net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_notsent_lowat"}
 
 
-def _sysctls(allowed: frozenset[str]) -> CheckFn:
+def _sysctls(spec: Obj, allowed: frozenset[str]) -> Result | None:
     """`sysctls`: pod sysctls outside the safe set, in the pod's order."""
-    def check(meta: Obj, spec: Obj) -> Result | None:
-        items = (_sc(spec) or {}).get("sysctls")
-        bad = [_str(s, "name") for s in items if isinstance(s, dict) and _str(s, "name") not in allowed] \
-            if isinstance(items, list) else []
-        return ("forbidden sysctls", ", ".join(bad)) if bad else None
-    return check
+    items = (_sc(spec) or {}).get("sysctls")
+    bad = [_str(s, "name") for s in items if isinstance(s, dict) and _str(s, "name") not in allowed] \
+        if isinstance(items, list) else []
+    return ("forbidden sysctls", ", ".join(bad)) if bad else None
+
+
+def sysctls_1_0(meta: Obj, spec: Obj) -> Result | None:
+    """`sysctlsV1Dot0`."""
+    return _sysctls(spec, _SYSCTLS_1_0)
+
+
+def sysctls_1_27(meta: Obj, spec: Obj) -> Result | None:
+    """`sysctlsV1Dot27`: net.ipv4.ip_local_reserved_ports safe too."""
+    return _sysctls(spec, _SYSCTLS_1_27)
+
+
+def sysctls_1_29(meta: Obj, spec: Obj) -> Result | None:
+    """`sysctlsV1Dot29`: the tcp_keepalive ones and tcp_fin_timeout safe too."""
+    return _sysctls(spec, _SYSCTLS_1_29)
+
+
+def sysctls_1_32(meta: Obj, spec: Obj) -> Result | None:
+    """`sysctlsV1Dot32`: tcp_rmem and tcp_wmem safe too."""
+    return _sysctls(spec, _SYSCTLS_1_32)
+
+
+def sysctls_1_37(meta: Obj, spec: Obj) -> Result | None:
+    """`sysctlsV1Dot37`: tcp_slow_start_after_idle and tcp_notsent_lowat safe too."""
+    return _sysctls(spec, _SYSCTLS_1_37)
 
 
 def windows_host_process(meta: Obj, spec: Obj) -> Result | None:
@@ -503,12 +526,19 @@ def seccomp_profile_restricted(meta: Obj, spec: Obj) -> Result | None:
     return _seccomp(spec, required=True)
 
 
-def _not_windows(check: CheckFn) -> CheckFn:
-    """The 1.25 revision of allowPrivilegeEscalation, capabilities_restricted and seccompProfile_restricted: a pod
-    with `os.name: windows` passes."""
-    def revised(meta: Obj, spec: Obj) -> Result | None:
-        return None if _windows(spec) else check(meta, spec)
-    return revised
+def allow_privilege_escalation_1_25(meta: Obj, spec: Obj) -> Result | None:
+    """`allowPrivilegeEscalation_1_25`: a pod with `os.name: windows` passes."""
+    return None if _windows(spec) else allow_privilege_escalation(meta, spec)
+
+
+def capabilities_restricted_1_25(meta: Obj, spec: Obj) -> Result | None:
+    """`capabilitiesRestricted_1_25`: a pod with `os.name: windows` passes."""
+    return None if _windows(spec) else capabilities_restricted(meta, spec)
+
+
+def seccomp_profile_restricted_1_25(meta: Obj, spec: Obj) -> Result | None:
+    """`seccompProfileRestricted_1_25`: a pod with `os.name: windows` passes."""
+    return None if _windows(spec) else seccomp_profile_restricted(meta, spec)
 
 
 # --- the registry (policy/registry.go) ---
@@ -544,22 +574,21 @@ CHECKS: tuple[Check, ...] = (
     Check("seLinuxOptions", "baseline", (Version(0, se_linux_options_1_0), Version(31, se_linux_options_1_31))),
     Check("seccompProfile_baseline", "baseline", (Version(0, seccomp_profile_baseline_1_0),
                                                   Version(19, seccomp_profile_baseline_1_19))),
-    Check("sysctls", "baseline", (Version(0, _sysctls(_SYSCTLS_1_0)), Version(27, _sysctls(_SYSCTLS_1_27)),
-                                  Version(29, _sysctls(_SYSCTLS_1_29)), Version(32, _sysctls(_SYSCTLS_1_32)),
-                                  Version(37, _sysctls(_SYSCTLS_1_37)))),
+    Check("sysctls", "baseline", (Version(0, sysctls_1_0), Version(27, sysctls_1_27), Version(29, sysctls_1_29),
+                                  Version(32, sysctls_1_32), Version(37, sysctls_1_37))),
     Check("windowsHostProcess", "baseline", (Version(0, windows_host_process),)),
     Check("allowPrivilegeEscalation", "restricted", (Version(8, allow_privilege_escalation),
-                                                     Version(25, _not_windows(allow_privilege_escalation)))),
+                                                     Version(25, allow_privilege_escalation_1_25))),
     Check("capabilities_restricted", "restricted", (
         Version(22, capabilities_restricted, ("capabilities_baseline",)),
-        Version(25, _not_windows(capabilities_restricted), ("capabilities_baseline",)))),
+        Version(25, capabilities_restricted_1_25, ("capabilities_baseline",)))),
     Check("procMount_restricted", "restricted", (Version(35, proc_mount, ("procMount",)),)),
     Check("restrictedVolumes", "restricted", (Version(0, restricted_volumes, ("hostPathVolumes",)),)),
     Check("runAsNonRoot", "restricted", (Version(0, run_as_non_root), Version(35, run_as_non_root_1_35))),
     Check("runAsUser", "restricted", (Version(23, run_as_user), Version(35, run_as_user_1_35))),
     Check("seccompProfile_restricted", "restricted", (
         Version(19, seccomp_profile_restricted, ("seccompProfile_baseline",)),
-        Version(25, _not_windows(seccomp_profile_restricted), ("seccompProfile_baseline",)))),
+        Version(25, seccomp_profile_restricted_1_25, ("seccompProfile_baseline",)))),
 )
 # the newest policy version any check has a revision for: what `latest` (and any newer v1.x) evaluates
 LATEST_MINOR = max(v.minimum for c in CHECKS for v in c.versions)
