@@ -358,6 +358,14 @@ def test_the_policy_version_changes_what_is_allowed() -> None:
     assert violations("baseline", {}, probe, minor=34) != []
 
 
+@pytest.mark.parametrize(("value", "minor"), [
+    ("v1.0", 0), ("v1.37", 37), ("v1.100", 100), ("latest", None), ("v1.", None), ("v1.01", None), ("v1.-1", None),
+    ("v1.\u0661", None),  # an Arabic-Indic one: the library's `^v1\.([0-9]|[1-9][0-9]*)$` is ASCII only
+])
+def test_parse_version(value: str, minor: int | None) -> None:
+    assert ps.parse_version(value) == minor
+
+
 @pytest.mark.parametrize(("labels", "want"), [
     # api/helpers.go PolicyToEvaluate with the default privileged:latest, ParseLevel, ParseVersion
     (None, ("privileged", "latest")), ({}, ("privileged", "latest")),
@@ -451,6 +459,6 @@ def test_go_quote() -> None:
     # strconv.Quote: the named escapes, \x for other ASCII controls, \u and \U for non-printable runes
     assert ps.go_quote('a"b\\c') == '"a\\"b\\\\c"'
     assert ps.go_quote("\a\b\f\n\r\t\v") == '"\\a\\b\\f\\n\\r\\t\\v"'
-    assert ps.go_quote("\x00\x1f\x7f") == '"\\x00\\x1f\\x7f"'
+    assert ps.go_quote("\x00\x1f\x7f\x80") == '"\\x00\\x1f\\x7f\\u0080"'
     assert ps.go_quote("é\u200b\u00a0 ") == '"é\\u200b\\u00a0 "'
     assert ps.go_quote("\U0001f600\U000e0001") == '"\U0001f600\\U000e0001"'
