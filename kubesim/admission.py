@@ -11,8 +11,12 @@ Only what the syncer's behaviour depends on, modelled on kube-apiserver:
   PriorityClass create: `system-` names are reserved and only one class may be the global default.
 - DefaultTolerationSeconds (plugin/pkg/admission/defaulttolerationseconds): a pod that does not tolerate
   `node.kubernetes.io/not-ready` and `.../unreachable` NoExecute taints gets them for 300 s.
-- PodSecurity (syncer/controllers/podsecurity.py, shared with the syncer's `policies.podSecurityStandard` check)
-  for a namespace labelled `pod-security.kubernetes.io/enforce`.
+- PodSecurity (k8s.io/pod-security-admission, through syncer/controllers/podsecurity.py, shared with the syncer's
+  `policies.podSecurityStandard` check) on pod create and on the updates the library evaluates (an image changed, a
+  container added), for a namespace labelled `pod-security.kubernetes.io/enforce` (and `enforce-version`); before
+  it, as the pod strategy does on create, AppArmor annotations become fields and a volume without a source becomes
+  an emptyDir (`SetDefaults_Volume`, applied before validation as on decode). A namespace whose Pod Security labels
+  the library cannot parse is refused (`ValidateNamespace`).
 - Validation on create and update: validation.py (kube-apiserver's `ValidatePod`, `ValidatePodUpdate`,
   `ValidateRuntimeClass`, `ValidateObjectMeta`), every error in one 422.
 """
@@ -27,7 +31,7 @@ from kubesim import fielderrors, qos, validation
 from kubesim.status import StatusError, forbidden, invalid
 from kubesim.tokens import kube_api_access_volume
 from syncer.controllers import podsecurity
-from syncer.kube.resources import PODS, PRIORITYCLASSES, RUNTIMECLASSES, APIResource
+from syncer.kube.resources import NAMESPACES, PODS, PRIORITYCLASSES, RUNTIMECLASSES, APIResource
 
 Obj = dict[str, Any]
 SA_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -37,6 +41,7 @@ _RANDOM = "bcdfghjklmnpqrstvwxz2456789"
 def default_pod(pod: Obj) -> None:
     """Apply the pod defaults and reset the status, for a pod being created."""
     default_pod_spec(pod)
+    apply_apparmor_version_skew(pod)
     try:
         qos_class = qos.pod_qos(pod)  # the pod strategy's PrepareForCreate
     except ValueError as e:  # kube-apiserver cannot decode a pod with such a quantity: 400, as it answers
@@ -56,10 +61,48 @@ def default_pod_spec(pod: Obj) -> None:
         if isinstance(t, dict):
             for k in [k for k in ("key", "operator", "value", "effect") if t.get(k) == ""]:
                 del t[k]
+    for v in spec.get("volumes") or []:
+        if isinstance(v, dict) and all(value is None for key, value in v.items() if key != "name"):
+            v["emptyDir"] = {}  # SetDefaults_Volume: a volume without a source is an emptyDir
     for c in spec.get("containers") or []:
         if isinstance(c, dict):
             c.setdefault("imagePullPolicy", "Always" if str(c.get("image", "")).endswith(":latest")
                          or ":" not in str(c.get("image", "")) else "IfNotPresent")
+
+
+def _apparmor_field_for_annotation(value: str) -> Obj | None:
+    """`ApparmorFieldForAnnotation`: the profile a deprecated AppArmor annotation value stands for, or None."""
+    if value == "unconfined":
+        return {"type": "Unconfined"}
+    if value == "runtime/default":
+        return {"type": "RuntimeDefault"}
+    if value.startswith("localhost/") and value != "localhost/":
+        return {"type": "Localhost", "localhostProfile": value.removeprefix("localhost/")}
+    return None
+
+
+def apply_apparmor_version_skew(pod: Obj) -> None:
+    """The pod strategy's `applyAppArmorVersionSkew` (pkg/registry/core/pod/strategy.go, PrepareForCreate): a
+    container without an `appArmorProfile` whose `container.apparmor.security.beta.kubernetes.io/<name>`
+    annotation names a profile gets that profile in its securityContext, unless it equals the pod's; not for a
+    Windows pod. PodSecurity admission then sees both the annotation and the field, as on a real API server."""
+    def obj(parent: Any, key: str) -> Obj:
+        value = parent.get(key) if isinstance(parent, dict) else None
+        return value if isinstance(value, dict) else {}
+    spec = obj(pod, "spec")
+    annotations = obj(pod.get("metadata"), "annotations")
+    if obj(spec, "os").get("name") == "windows":
+        return
+    pod_profile = obj(spec, "securityContext").get("appArmorProfile")
+    for field in ("initContainers", "containers", "ephemeralContainers"):
+        items = spec.get(field)
+        for c in items if isinstance(items, list) else []:
+            if not isinstance(c, dict) or obj(c, "securityContext").get("appArmorProfile") is not None:
+                continue
+            value = annotations.get(podsecurity.APPARMOR_ANNOTATION_PREFIX + str(c.get("name", "")))
+            profile = _apparmor_field_for_annotation(value) if isinstance(value, str) else None
+            if profile is not None and profile != pod_profile:
+                c["securityContext"] = {**obj(c, "securityContext"), "appArmorProfile": profile}
 
 
 def validate_create(res: APIResource, obj: Obj) -> None:
@@ -184,10 +227,48 @@ def admit_default_toleration_seconds(pod: Obj, seconds: int = 300) -> None:
 
 
 def admit_pod_security(pod: Obj, namespace_labels: Obj | None) -> None:
-    """PodSecurity on pod create (syncer/controllers/podsecurity.py); raises 403 with the library's words."""
-    why = podsecurity.refusal(namespace_labels, pod.get("spec") or {})
+    """PodSecurity (k8s.io/pod-security-admission `ValidatePod`, through syncer/controllers/podsecurity.py) on pod
+    create: the pod's metadata and spec evaluated at the namespace's `pod-security.kubernetes.io/enforce` level and
+    `enforce-version`; raises 403 `pods "<name>" is forbidden: violates PodSecurity "<level>:<version>": ...`."""
+    why = podsecurity.refusal(namespace_labels, pod["metadata"], pod.get("spec") or {})
     if why is not None:
         raise forbidden(PODS, pod["metadata"]["name"], why)
+
+
+def significant_pod_update(new: Obj, old: Obj) -> bool:
+    """`isSignificantPodUpdate` (k8s.io/pod-security-admission admission/admission.go): an update PodSecurity
+    evaluates again changes the number of init or app containers, the image of one, or adds or changes the image
+    of an ephemeral container (matched by name); anything else (labels, annotations, resources) is allowed."""
+    def containers(pod: Obj, field: str) -> list[Obj]:
+        return [c for c in (pod.get("spec") or {}).get(field) or [] if isinstance(c, dict)]
+    for field in ("containers", "initContainers"):
+        now, before = containers(new, field), containers(old, field)
+        if len(now) != len(before) or any(n.get("image") != o.get("image")
+                                          for n, o in zip(now, before, strict=True)):
+            return True
+    images = {c.get("name"): c.get("image") for c in containers(old, "ephemeralContainers")}
+    return any(c.get("name") not in images or images[c.get("name")] != c.get("image")
+               for c in containers(new, "ephemeralContainers"))
+
+
+def admit_pod_security_update(new: Obj, old: Obj, namespace_labels: Obj | None) -> None:
+    """PodSecurity on a pod update (`ValidatePod`, the `status` subresource excepted by the caller): a significant
+    update (`significant_pod_update`) is evaluated as a create is; raises 403 with the library's words."""
+    if significant_pod_update(new, old):
+        admit_pod_security(new, namespace_labels)
+
+
+def admit_namespace_pod_security(ns: Obj, old: Obj | None) -> None:
+    """PodSecurity on a namespace create (`old` None) or update (`ValidateNamespace`): Pod Security labels the
+    library cannot parse are refused with 422 `Namespace "<name>" is invalid: metadata.labels[<label>]: Invalid
+    value: "<value>": must be ...`; on update only when they changed (errors the old labels already had pass)."""
+    def errors(obj: Obj) -> list[fielderrors.FieldError]:
+        labels = (obj.get("metadata") or {}).get("labels")
+        return [fielderrors.invalid(f"metadata.labels[{key}]", value, why)
+                for key, value, why in podsecurity.label_errors(labels if isinstance(labels, dict) else None)]
+    found = errors(ns)
+    if found and (old is None or [str(e) for e in found] != [str(e) for e in errors(old)]):
+        raise invalid(NAMESPACES, ns["metadata"]["name"], found)
 
 
 def check_namespace_exists(namespace: str, exists: bool) -> None:

@@ -662,6 +662,8 @@ class EmbeddedAPIServer:
             meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
         if self.storage.get(res, ns, meta["name"]) is not None:
             raise already_exists(res, meta["name"])
+        if res == PODS and isinstance(obj.get("spec"), dict):
+            admission.default_pod_spec(obj)  # decoding defaults come before the strategy and validation
         if res == PODS:
             features.drop_disabled_pod_fields(obj, None, self.minor)
         admission.validate_create(res, obj)
@@ -679,6 +681,7 @@ class EmbeddedAPIServer:
         if res == PRIORITYCLASSES:
             admission.admit_priority_class(obj, lambda: list(self.storage.objects(PRIORITYCLASSES).values()))
         if res == NAMESPACES:
+            admission.admit_namespace_pod_security(obj, None)
             obj["status"] = {"phase": "Active"}
         if res == SERVICES and not dry_run:
             self._allocate_cluster_ip(obj)
@@ -745,6 +748,11 @@ class EmbeddedAPIServer:
             if res == PODS and isinstance(new.get("spec"), dict):
                 admission.default_pod_spec(new)
             admission.validate_update(res, new, old)
+        if res == NAMESPACES and sub is None:
+            admission.admit_namespace_pod_security(new, old)
+        if res == PODS and sub != "status":  # PodSecurity ignores the status subresource only
+            namespace = self.storage.get(NAMESPACES, "", old["metadata"]["namespace"]) or {}
+            admission.admit_pod_security_update(new, old, (namespace.get("metadata") or {}).get("labels"))
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if new == old:
             return old  # a no-op update does not take a new resourceVersion

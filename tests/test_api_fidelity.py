@@ -47,8 +47,6 @@ CREATE_CASES: list[tuple[str, Obj, str]] = [
      'spec.volumes[1].name: Duplicate value: "v"'),
     ("volume name a label", with_spec(volumes=[{"name": "a.b", "emptyDir": {}}]),
      'spec.volumes[0].name: Invalid value: "a.b": must not contain dots'),
-    ("volume type required", with_spec(volumes=[{"name": "v"}]), "spec.volumes[0]: Required value: must specify a "
-                                                                 "volume type"),
     ("mount of a missing volume", with_spec(containers=[container(volumeMounts=[{"name": "x", "mountPath": "/x"}])]),
      'spec.containers[0].volumeMounts[0].name: Not found: "x"'),
     ("env var name", with_spec(containers=[container(env=[{"name": "A=B", "value": "1"}])]),

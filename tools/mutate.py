@@ -121,7 +121,8 @@ LISTED = (
              "return _identity_and(obj, (OBJECT_NAME, OBJECT_NAMESPACE))", "return _identity_and(obj, ())",
              ("tests/test_hostile_references.py", "-k", "attack_4")),
     Mutation("the host namespace's PodSecurity level ignored", "kubesim/admission.py",
-             "    why = podsecurity.refusal(namespace_labels, pod.get(\"spec\") or {})", "    why = None",
+             "    why = podsecurity.refusal(namespace_labels, pod[\"metadata\"], pod.get(\"spec\") or {})",
+             "    why = None",
              ("tests/test_host_admission.py", "-k", "restricted_host")),
 )
 

@@ -602,7 +602,7 @@ class PodReconciler:
         """vcluster's `isPodSecurityStandardsValid` (`policies.podSecurityStandard`): a virtual pod that does not meet
         the standard is not synced (nor updated); a `SyncError` event says why, in vcluster's words."""
         level = self.config.raw.policies.podSecurityStandard
-        found = podsecurity.violations(level, vpod.get("spec") or {}) if level else []
+        found = podsecurity.violations(level, vpod["metadata"], vpod.get("spec") or {}) if level else []
         if not found:
             return False
         name = vpod["metadata"]["name"]
