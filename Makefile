@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint soak bench bench-check image image-check mutate clean
+.PHONY: demo test lint soak bench bench-check image image-run image-check image-clean mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,15 +42,27 @@ mutate: $(STAMP)
 soak: $(STAMP)
 	$(BIN)/python bench/convergence.py
 
-image:
-	docker build -t runtimeclass-syncer:$(shell $(PYTHON) -c 'import tomllib;print(tomllib.load(open("pyproject.toml","rb"))["project"]["version"])') .
+# The image, built here without a Docker engine (buildah, mmdebstrap; installed with apt-get when missing;
+# needs root): localhost/runtimeclass-syncer:<version> (tools/image.py says how).
+image: $(STAMP)
+	$(BIN)/python tools/image.py build
 
-# Without a Docker engine: lint the Dockerfile, run its build steps in a fresh virtualenv, and measure that
-# virtualenv's size and start-up (bench/image.py).
-image-check: $(STAMP)
+# Runs the built image (make image first) as a container runtime would, e.g. make image-run ARGS=--version
+image-run: $(STAMP)
+	$(BIN)/python tools/image.py run -- $(ARGS)
+
+# Lint the Dockerfile (hadolint), build the image, run its entrypoint as uid 65532 on a read-only root
+# (tests/test_image.py), and measure its size and start-up (bench/image.py).
+image-check: image
 	$(BIN)/hadolint Dockerfile
-	$(BIN)/python -m pytest -m image -p no:cacheprovider
+	$(BIN)/python -m pytest -m image -p no:cacheprovider tests/test_image.py
 	$(BIN)/python -m bench.image
+
+# Drop the cached Debian root filesystem and the images: the next make image takes the newest packages.
+image-clean:
+	rm -rf build/image
+	-buildah rmi localhost/runtimeclass-syncer:$(shell $(PYTHON) -c 'import tomllib;print(tomllib.load(open("pyproject.toml","rb"))["project"]["version"])') 2>/dev/null
+	-buildah rmi $$(buildah images --quiet --filter reference=localhost/runtimeclass-syncer-base) 2>/dev/null
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
