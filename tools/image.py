@@ -177,6 +177,7 @@ def base_image(tarball: Path, key: str, suite: str, arch: str) -> str:
     if (_image_labels(name) or {}).get(KEY_LABEL) == key:
         return name
     print(f"image: importing the base as {name}", flush=True)
+    previous = _image_id(name)
     ctr = _sh("buildah", "from", "scratch", capture=True).strip()
     try:
         _sh("buildah", "add", "--quiet", ctr, tarball, "/")
@@ -186,6 +187,7 @@ def base_image(tarball: Path, key: str, suite: str, arch: str) -> str:
     except ImageError:
         subprocess.run(["buildah", "rm", ctr], capture_output=True)
         raise
+    _remove_replaced(previous, name)
     return name
 
 
@@ -260,8 +262,15 @@ def virtualenv(tarball: Path) -> Path:
 
 
 def _image_id(name: str) -> str | None:
+    """The full ID of local image `name`, or None when there is none."""
     done = subprocess.run(["buildah", "images", "--quiet", "--no-trunc", name], capture_output=True, text=True)
     return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _remove_replaced(previous: str | None, name: str) -> None:
+    """Remove the image `name` named before it was rebuilt (now untagged), if there was one and it changed."""
+    if previous is not None and previous != _image_id(name):
+        subprocess.run(["buildah", "rmi", previous], capture_output=True)
 
 
 def build(suite: str = SUITE) -> str:
@@ -277,15 +286,15 @@ def build(suite: str = SUITE) -> str:
     print(f"image: buildah bud -> {name}", flush=True)
     _sh("buildah", "bud", "--quiet", "--pull=never", "--layers=false", "--build-arg", f"BASE={base}",
         "--build-arg", f"VERSION={version()}", "-f", ROOT / "Dockerfile", "-t", name, ROOT)
-    if previous is not None and previous != _image_id(name):  # the image this build replaced, now untagged
-        subprocess.run(["buildah", "rmi", previous], capture_output=True)
+    _remove_replaced(previous, name)
     shutil.rmtree(WORK / "venv")
     return name
 
 
 def unpack(name: str) -> Path:
-    """Export image `name` to an OCI layout and unpack it with umoci into a bundle (a root filesystem and a
-    runtime-spec config.json); reused while the image stays the same. Returns the bundle's path."""
+    """Export image `name` to an OCI layout (`build/image/oci`, layers gzip-compressed as a registry stores
+    them) and unpack it with umoci into a bundle (`build/image/bundle`: a root filesystem and a runtime-spec
+    config.json); both are reused while the image stays the same. Returns the bundle's path."""
     ensure_tools()
     image_id = _image_id(name)
     if image_id is None:
@@ -298,9 +307,8 @@ def unpack(name: str) -> Path:
     for path in (bundle, oci):
         if path.exists():
             shutil.rmtree(path)
-    _sh("buildah", "push", "--quiet", name, f"oci:{oci}:latest")
+    _sh("buildah", "push", "--quiet", "--compression-format", "gzip", name, f"oci:{oci}:latest")
     _sh("umoci", "unpack", "--image", f"{oci}:latest", bundle)
-    shutil.rmtree(oci)
     stamp.write_text(image_id)
     return bundle
 
