@@ -33,7 +33,8 @@ async def _run(*cmd: str, cwd: Path = REPO, env: dict[str, str] | None = None, t
     return out.decode()
 
 
-def _in_image(*args: str, binds: tuple[str, ...] = (), entrypoint: str | None = None) -> subprocess.CompletedProcess[str]:
+def _in_image(*args: str, binds: tuple[str, ...] = (),
+              entrypoint: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run the built image (its entrypoint with `args`, or `entrypoint`), output and exit status."""
     opts = [opt for bind in binds for opt in ("--bind", bind)]
     if entrypoint is not None:
@@ -123,7 +124,7 @@ def test_the_image_validates_every_example_and_refuses_an_invalid_config(image: 
 
 @pytest.mark.image
 async def test_the_image_syncs_becomes_ready_and_stops_cleanly_on_sigterm(image: str, tmp_path: Path) -> None:
-    tmp_path.chmod(0o755)  # the kubeconfigs: a volume the container's user can read
+    os.chmod(tmp_path, 0o755)  # the kubeconfigs: a volume the container's user can read
     async with harness.servers(tmp_path, classes=20, pods=50) as s:
         port = harness.free_port()
         command = (*IMAGE_RUN, "--bind", str(tmp_path), "--bind", str(REPO / "bench"), "--")

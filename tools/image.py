@@ -30,10 +30,11 @@ The build, for the machine's own architecture (amd64 or arm64; no emulation):
 `run` exports the image (`buildah push` to an OCI layout in `build/image/oci`), unpacks it with umoci (as a
 runtime would: whiteouts applied, its runtime configuration derived from the image's), and executes the
 image's entrypoint + cmd (or the given ARGS), environment and user from that configuration: in a private
-mount namespace, on the unpacked root bound read-only, with `/proc`, a `/dev` of the usual devices, and the
-given host directories bound read-only (at the same path by default), in a chroot as uid/gid 65532 with
-no new privileges (the deploy manifests' securityContext: runAsNonRoot, allowPrivilegeEscalation false,
-readOnlyRootFilesystem). The network is the host's. The exit status is the entrypoint's.
+mount namespace, on the unpacked root bound read-only, with `/proc`, a `/dev` of the usual devices, the
+host's `/etc/hosts` and `/etc/resolv.conf`, and the given host directories bound read-only (at the same
+path by default), in a chroot as uid/gid 65532 with no new privileges (the deploy manifests'
+securityContext: runAsNonRoot, allowPrivilegeEscalation false, readOnlyRootFilesystem). The network is the
+host's. The exit status is the entrypoint's.
 """
 
 from __future__ import annotations
@@ -135,6 +136,8 @@ def mmdebstrap_args(suite: str, arch: str) -> list[str]:
         f"--customize-hook=echo '{nonroot}' >> \"$1/etc/passwd\"",
         f"--customize-hook=echo 'nonroot:x:{UID}:' >> \"$1/etc/group\"",
         f"--customize-hook=install -d -o {UID} -g {UID} -m 0750 \"$1/home/nonroot\"",
+        # mmdebstrap copies the build machine's; a container runtime provides its own
+        "--customize-hook=rm \"$1/etc/resolv.conf\" \"$1/etc/hostname\"",
         suite,
     ]
 
@@ -315,7 +318,8 @@ def unpack(name: str) -> Path:
 
 # Runs in a private mount namespace (unshare --mount). $1: the root filesystem; $2: "host:path ..." binds;
 # the rest: the command for chroot. The root is bound onto itself, mount points are made (as runc does),
-# /proc, /dev and the binds are mounted, then the root is made read-only and the command runs in a chroot.
+# /proc, /dev, the host's /etc/hosts and /etc/resolv.conf and the binds are mounted, then the root is made
+# read-only and the command runs in a chroot.
 _RUNNER = r"""
 set -eu
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -326,6 +330,9 @@ mount -t proc proc "$root/proc"
 mount -t tmpfs -o nosuid,noexec,mode=0755 tmpfs "$root/dev"
 for dev in null zero full random urandom tty; do
   touch "$root/dev/$dev"; mount --bind "/dev/$dev" "$root/dev/$dev"
+done
+for file in hosts resolv.conf; do  # as a runtime provides them (the network is the host's)
+  if [ -f "/etc/$file" ]; then touch "$root/etc/$file"; mount --bind "/etc/$file" "$root/etc/$file"; fi
 done
 for bind in $binds; do
   src=${bind%%:*}; dst=$root${bind#*:}
