@@ -13,11 +13,12 @@ The build, for the machine's own architecture (amd64 or arm64; no emulation):
 
 1. **Base** (`BASE` of the Dockerfile): a Debian root filesystem (`SUITE`, bookworm: Python 3.11) made by
    mmdebstrap from Debian packages: Essential packages and `python3`, no apt, no pip, no compiler, no
-   documentation but the copyright files, and the user `nonroot` (65532:65532). The tarball is cached in
-   `build/image/` (git-ignored) under a key of everything that went into it; `make image-clean` removes it,
-   so that the next build takes the newest Debian packages (security updates: CI always builds afresh). It is
-   imported as the local image `localhost/runtimeclass-syncer-base:<suite>-<arch>` (`buildah from scratch` +
-   `add`), labelled with that key, and imported again only when the key changes.
+   documentation but the copyright files (dpkg's status stays, for image scanners), and the user `nonroot`
+   (65532:65532). The tarball is cached in `build/image/` (git-ignored) under a key of the mmdebstrap
+   arguments; `make image-clean` removes it, so that the next build takes the newest Debian packages
+   (security updates; CI builds in a fresh clone, so always afresh). It is imported as the local image
+   `localhost/runtimeclass-syncer-base:<suite>-<arch>` (`buildah from scratch` + `add`), labelled with the
+   tarball's SHA-256, and imported again only when the tarball changes.
 2. **Virtualenv** (`build/image/venv`, what the Dockerfile copies to `/opt/venv`): the host's pip builds this
    checkout's wheel and downloads the wheels of its dependencies for the base's Python version, glibc and
    architecture (binary wheels only: mini-racer's V8 is a manylinux glibc library); then, in a chroot of the
@@ -61,13 +62,13 @@ SECURITY = "http://deb.debian.org/debian-security"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 MERGED_USR_HOOKS = "/usr/share/mmdebstrap/hooks/merged-usr"
 UID = 65532
-KEY_LABEL = "io.github.runtimeclass-syncer.base-key"
+KEY_LABEL = "io.github.runtimeclass-syncer.base-sha256"  # the base image's: the tarball it was imported from
 # the kernel's machine name (as wheels name it) -> the Debian architecture
 ARCHES = {"x86_64": "amd64", "aarch64": "arm64"}
 # what the wheel is built from (pyproject.toml's packages; kubesim.examples is examples/)
 SOURCES = ("pyproject.toml", "README.md", "syncer", "kubesim", "examples")
-# what `make image` needs from apt, by the program it provides
-APT = {"buildah": "buildah", "umoci": "umoci", "mmdebstrap": "mmdebstrap"}
+# what `make image` needs from apt (each package provides the program of its name)
+APT = ("buildah", "umoci", "mmdebstrap")
 
 
 class ImageError(RuntimeError):
@@ -102,7 +103,7 @@ def ensure_tools() -> None:
     missing with apt-get. Raises ImageError when not root or when apt-get is not there."""
     if os.geteuid() != 0:
         raise ImageError("building and running the image needs root (mmdebstrap, chroot, buildah's storage)")
-    missing = [pkg for prog, pkg in APT.items() if shutil.which(prog) is None]
+    missing = [pkg for pkg in APT if shutil.which(pkg) is None]
     if not Path(KEYRING).is_file():
         missing.append("debian-archive-keyring")
     if not missing:
@@ -124,7 +125,7 @@ def debian_arch() -> str:
 
 
 def mmdebstrap_args(suite: str, arch: str) -> list[str]:
-    """The mmdebstrap options and sources of the base root filesystem (before the output path)."""
+    """The mmdebstrap options and suite of the base root filesystem (what comes before the output path)."""
     nonroot = f"nonroot:x:{UID}:{UID}:nonroot:/home/nonroot:/usr/sbin/nologin"
     return [
         "--mode=root", "--variant=essential", "--include=python3", f"--architectures={arch}", f"--keyring={KEYRING}",
@@ -148,21 +149,22 @@ def sources(suite: str) -> list[str]:
             f"deb {SECURITY} {suite}-security main"]
 
 
-def base_tarball(suite: str, arch: str) -> tuple[Path, str]:
-    """Make (or reuse) the base root filesystem tarball. Returns its path and its cache key."""
+def base_tarball(suite: str, arch: str) -> Path:
+    """Make (or reuse) the base root filesystem tarball, cached under a key of the mmdebstrap arguments.
+    Returns its path."""
     args = mmdebstrap_args(suite, arch)
     key = hashlib.sha256(json.dumps([args, sources(suite)]).encode()).hexdigest()[:16]
     tarball = WORK / f"base-{suite}-{arch}-{key}.tar"
     if tarball.is_file():
         print(f"image: base root filesystem {tarball.relative_to(ROOT)} (cached)", flush=True)
-        return tarball, key
-    for old in WORK.glob(f"base-{suite}-{arch}-*.tar*"):
-        old.unlink()
-    partial = tarball.with_suffix(".tar.partial")
+        return tarball
+    for old in [*WORK.glob(f"base-{suite}-{arch}-*.tar"), *WORK.glob(f"partial-base-{suite}-{arch}-*.tar")]:
+        old.unlink()  # an older key's, or a build that was interrupted
+    partial = WORK / f"partial-{tarball.name}"  # renamed once complete: a cached tarball is always whole
     print(f"image: mmdebstrap {suite} ({arch}) with python3 -> {tarball.relative_to(ROOT)}", flush=True)
-    _sh("mmdebstrap", "--quiet", *args, partial.with_suffix(".tar"), *sources(suite))
-    partial.with_suffix(".tar").rename(tarball)
-    return tarball, key
+    _sh("mmdebstrap", "--quiet", *args, partial, *sources(suite))
+    partial.rename(tarball)
+    return tarball
 
 
 def _image_labels(name: str) -> dict[str, str] | None:
@@ -174,9 +176,15 @@ def _image_labels(name: str) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in labels.items()}
 
 
-def base_image(tarball: Path, key: str, suite: str, arch: str) -> str:
-    """Import `tarball` as the local base image (again only when its key changed). Returns the image name."""
+def base_image(tarball: Path, suite: str, arch: str) -> str:
+    """Import `tarball` as the local base image, labelled with the tarball's SHA-256, unless the image of that
+    name has that label already. Returns the image name."""
     name = f"{BASE_NAME}:{suite}-{arch}"
+    digest = hashlib.sha256()
+    with tarball.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    key = digest.hexdigest()
     if (_image_labels(name) or {}).get(KEY_LABEL) == key:
         return name
     print(f"image: importing the base as {name}", flush=True)
@@ -281,8 +289,8 @@ def build(suite: str = SUITE) -> str:
     ensure_tools()
     WORK.mkdir(parents=True, exist_ok=True)
     arch = debian_arch()
-    tarball, key = base_tarball(suite, arch)
-    base = base_image(tarball, key, suite, arch)
+    tarball = base_tarball(suite, arch)
+    base = base_image(tarball, suite, arch)
     virtualenv(tarball)
     name = image_name()
     previous = _image_id(name)
