@@ -63,7 +63,8 @@ def image() -> str:
     """`make image`, as a user runs it; the name of the image it built (its last line of output)."""
     if os.geteuid() != 0:
         pytest.skip("building and running the image needs root (mmdebstrap, chroot, buildah's storage)")
-    done = subprocess.run(["make", "image"], cwd=REPO, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(["make", "--no-print-directory", "image"], cwd=REPO, capture_output=True, text=True,
+                          timeout=1800)
     assert done.returncode == 0, f"make image failed:\n{done.stdout}\n{done.stderr}"
     return done.stdout.strip().splitlines()[-1]
 
