@@ -34,10 +34,10 @@ async def _run(*cmd: str, cwd: Path = REPO, env: dict[str, str] | None = None, t
     return out.decode()
 
 
-def _in_image(*args: str, binds: tuple[str, ...] = (),
+def _in_image(*args: str, binds: tuple[str, ...] = (), tmpfs: tuple[str, ...] = (),
               entrypoint: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run the built image (its entrypoint with `args`, or `entrypoint`), output and exit status."""
-    opts = [opt for bind in binds for opt in ("--bind", bind)]
+    opts = [opt for bind in binds for opt in ("--bind", bind)] + [opt for t in tmpfs for opt in ("--tmpfs", t)]
     if entrypoint is not None:
         opts += ["--entrypoint", entrypoint]
     return subprocess.run([*IMAGE_RUN, *opts, "--", *args], capture_output=True, text=True, timeout=120)
@@ -131,6 +131,21 @@ def test_the_image_validates_every_example_and_refuses_an_invalid_config(image: 
     assert bad.returncode == 2  # syncer/cli.py: 2 for an invalid configuration
     assert 'invalid label key "bad key!"' in bad.stderr
     assert "(at sync.fromHost.runtimeClasses.selector.matchLabels[bad key!].key)" in bad.stderr
+
+
+@pytest.mark.image
+def test_the_image_runs_the_demo_with_a_writable_tmp(image: str) -> None:
+    # `runtimeclass-syncer demo` from the image, as docker run IMAGE demo would; its kubeconfigs go to /tmp
+    # (an emptyDir where the root is read-only)
+    demo = _in_image("demo", "--no-wait", tmpfs=("/tmp",))
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    # the demo's example config, installed with the package (pyproject.toml: kubesim.examples)
+    config = next(line for line in demo.stdout.splitlines() if line.strip().startswith("config "))
+    assert config.split()[1].startswith("/opt/venv/lib/python3.")
+    assert config.split()[1].endswith("/site-packages/kubesim/examples/vcluster-combined.yaml")
+    # the SyncWarning message of a class outside the selector (behaviour.md; vcluster's pod syncer wording)
+    assert ('did not sync pod "microvm-kata-qemu" to host because the runtime class "kata-qemu" in the host does '
+            "not match the selector under 'sync.fromHost.runtimeClasses.selector'") in demo.stdout
 
 
 @pytest.mark.image

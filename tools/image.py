@@ -1,7 +1,7 @@
 """`make image`: build the container image from the `Dockerfile` without a Docker engine, and run it.
 
     python tools/image.py build            build localhost/runtimeclass-syncer:<version> (prints its name)
-    python tools/image.py run [--bind DIR[:PATH]]... [--entrypoint PROGRAM] [-- ARGS...]
+    python tools/image.py run [--bind DIR[:PATH]]... [--tmpfs PATH]... [--entrypoint PROGRAM] [-- ARGS...]
                                            run the built image's entrypoint as its user (65532) on a
                                            read-only root, as a container runtime would
 
@@ -32,10 +32,10 @@ The build, for the machine's own architecture (amd64 or arm64; no emulation):
 runtime would: whiteouts applied, its runtime configuration derived from the image's), and executes the
 image's entrypoint + cmd (or the given ARGS), environment and user from that configuration: in a private
 mount namespace, on the unpacked root bound read-only, with `/proc`, a `/dev` of the usual devices, the
-host's `/etc/hosts` and `/etc/resolv.conf`, and the given host directories bound read-only (at the same
-path by default), in a chroot as uid/gid 65532 with no new privileges (the deploy manifests'
-securityContext: runAsNonRoot, allowPrivilegeEscalation false, readOnlyRootFilesystem). The network is the
-host's. The exit status is the entrypoint's.
+host's `/etc/hosts` and `/etc/resolv.conf`, the given host directories bound read-only (at the same path
+by default) and the given empty writable tmpfs mounts, in a chroot as uid/gid 65532 with no new privileges
+(the deploy manifests' securityContext: runAsNonRoot, allowPrivilegeEscalation false,
+readOnlyRootFilesystem). The network is the host's. The exit status is the entrypoint's.
 """
 
 from __future__ import annotations
@@ -79,6 +79,14 @@ def version() -> str:
     """The project version from pyproject.toml (the image's tag)."""
     with (ROOT / "pyproject.toml").open("rb") as f:
         return str(tomllib.load(f)["project"]["version"])
+
+
+def requires_python() -> tuple[int, int]:
+    """The lowest Python version pyproject.toml's `requires-python` (">=X.Y") allows."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        spec = str(tomllib.load(f)["project"]["requires-python"])
+    major, minor = spec.removeprefix(">=").split(".")[:2]
+    return int(major), int(minor)
 
 
 def image_name() -> str:
@@ -245,6 +253,10 @@ def virtualenv(tarball: Path) -> Path:
                                "platform.machine()]))"))
     glibc = tuple(int(p) for p in facts[1].split(".")[:2])
     target = Target(facts[0], (glibc[0], glibc[1]), facts[2])
+    required = requires_python()
+    if tuple(int(p) for p in target.python.split(".")) < required:
+        raise ImageError(f"the {tarball.name} Python is {target.python}; the project requires "
+                         f">={required[0]}.{required[1]} (pyproject.toml): choose a newer Debian suite")
     print(f"image: wheels for Python {target.python}, glibc {facts[1]}, {target.machine}", flush=True)
     wheels = rootfs / "tmp" / "wheels"
     # -qq: pip's warnings about the host's own configuration are not the build's
@@ -325,13 +337,14 @@ def unpack(name: str) -> Path:
 
 
 # Runs in a private mount namespace (unshare --mount). $1: the root filesystem; $2: "host:path ..." binds;
-# the rest: the command for chroot. The root is bound onto itself, mount points are made (as runc does),
-# /proc, /dev, the host's /etc/hosts and /etc/resolv.conf and the binds are mounted, then the root is made
-# read-only and the command runs in a chroot.
+# $3: "path ..." writable tmpfs mounts (an emptyDir); the rest: the command for chroot. The root is bound
+# onto itself, mount points are made (as runc does), /proc, /dev, the host's /etc/hosts and
+# /etc/resolv.conf, the binds and the tmpfs are mounted, then the root is made read-only and the command
+# runs in a chroot.
 _RUNNER = r"""
 set -eu
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
-root=$1; binds=$2; shift 2
+root=$1; binds=$2; tmpfs=$3; shift 3
 mount --make-rprivate /
 mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
@@ -346,17 +359,21 @@ for bind in $binds; do
   src=${bind%%:*}; dst=$root${bind#*:}
   mkdir -p "$dst"; mount --bind "$src" "$dst"; mount -o remount,bind,ro "$dst"
 done
+for dir in $tmpfs; do
+  mkdir -p "$root$dir"; mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs "$root$dir"
+done
 mount -o remount,bind,ro "$root"
 exec "$@"
 """
 
 
 def run_command(bundle: Path, args: list[str] | None = None, binds: list[str] | None = None,
-                entrypoint: str | None = None) -> list[str]:
+                entrypoint: str | None = None, tmpfs: list[str] | None = None) -> list[str]:
     """The command line that runs the unpacked image in `bundle` (see the module docstring), to be started
     with the host's environment; the entrypoint gets exactly the image's. `args` replace the image's cmd,
-    `entrypoint` its entrypoint; `binds` are "HOST" or "HOST:PATH" directories. Raises ImageError when a bind
-    is not a directory or a host program is missing."""
+    `entrypoint` its entrypoint; `binds` are "HOST" or "HOST:PATH" directories, `tmpfs` absolute paths where
+    an empty writable file system is mounted (as an emptyDir volume). Raises ImageError when a bind is not a
+    directory, a tmpfs path is not absolute or a host program is missing."""
     config = json.loads((bundle / "config.json").read_text())
     process = config["process"]
     command: list[str] = list(process["args"])  # entrypoint + cmd
@@ -370,6 +387,9 @@ def run_command(bundle: Path, args: list[str] | None = None, binds: list[str] | 
         if not Path(host).is_dir():
             raise ImageError(f"--bind {spec}: {host} is not a directory")
         bind_specs.append(f"{Path(host).resolve()}:{path or Path(host).resolve()}")
+    for path in tmpfs or []:
+        if not path.startswith("/") or " " in path:
+            raise ImageError(f"--tmpfs {path}: an absolute path without spaces")
     programs = {}
     for program in ("unshare", "env", "setpriv", "chroot"):
         found = shutil.which(program, path="/usr/sbin:/usr/bin:/sbin:/bin")
@@ -378,7 +398,7 @@ def run_command(bundle: Path, args: list[str] | None = None, binds: list[str] | 
         programs[program] = found
     rootfs = str((bundle / config["root"]["path"]).resolve())
     return [programs["unshare"], "--mount", "/bin/sh", "-c", _RUNNER, "runner", rootfs, " ".join(bind_specs),
-            programs["env"], "-i", *process["env"], programs["setpriv"], "--no-new-privs",
+            " ".join(tmpfs or []), programs["env"], "-i", *process["env"], programs["setpriv"], "--no-new-privs",
             programs["chroot"], f"--userspec={uid}:{gid}", f"--groups={gid}", rootfs, *command]
 
 
@@ -390,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run", help="run the built image's entrypoint as its user on a read-only root")
     r.add_argument("--bind", action="append", default=[], metavar="DIR[:PATH]",
                    help="a host directory to bind read-only (at PATH, default the same path)")
+    r.add_argument("--tmpfs", action="append", default=[], metavar="PATH",
+                   help="mount an empty writable file system at PATH (as an emptyDir volume)")
     r.add_argument("--entrypoint", help="run this program instead of the image's entrypoint")
     r.add_argument("args", nargs="*", help="the arguments (instead of the image's cmd)")
     opts = parser.parse_args(argv)
@@ -397,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         if opts.command == "build":
             print(build(opts.suite))
             return 0
-        cmd = run_command(unpack(image_name()), opts.args or None, opts.bind, opts.entrypoint)
+        cmd = run_command(unpack(image_name()), opts.args or None, opts.bind, opts.entrypoint, opts.tmpfs)
     except ImageError as e:
         print(f"image: {e}", file=sys.stderr)
         return 1
