@@ -67,7 +67,7 @@ async def measure(bundle: Path) -> dict[str, float]:
     rootfs = bundle / "rootfs"
     venv = rootfs / "opt" / "venv"
     site = next((venv / "lib").glob("python3*/site-packages"))
-    return {"compressed_mib": compressed_bytes(image.WORK / "oci") / MIB,
+    return {"compressed_mib": compressed_bytes(image.oci_layout(image.host_arch())) / MIB,
             "unpacked_mib": size_bytes(rootfs) / MIB,
             "venv_mib": size_bytes(venv) / MIB,
             "v8_mib": size_bytes(site / "py_mini_racer") / MIB,
@@ -80,7 +80,7 @@ def main() -> None:
     if os.geteuid() != 0:
         sys.exit("bench.image runs the image: it needs root (chroot, mount namespaces); run make image-check")
     name = image.image_name()
-    figures = asyncio.run(measure(image.unpack(name)))
+    figures = asyncio.run(measure(image.unpack()))
     print(f"{name}: {figures['compressed_mib']:.0f} MiB to pull (gzip layers), {figures['unpacked_mib']:.0f} MiB "
           f"unpacked, of which the virtualenv {figures['venv_mib']:.0f} MiB (V8 in py_mini_racer "
           f"{figures['v8_mib']:.0f} MiB, kubernetes_asyncio {figures['kubernetes_asyncio_mib']:.0f} MiB) and the "

@@ -1,15 +1,20 @@
 """`make image`: build the container image from the `Dockerfile` without a Docker engine, and run it.
 
-    python tools/image.py build            build localhost/runtimeclass-syncer:<version> (prints its name)
-    python tools/image.py run [--bind DIR[:PATH]]... [--tmpfs PATH]... [--entrypoint PROGRAM] [-- ARGS...]
-                                           run the built image's entrypoint as its user (65532) on a
-                                           read-only root, as a container runtime would
+    python tools/image.py build [--arch ARCH]
+        builds localhost/runtimeclass-syncer:<version> and prints its name (for another architecture than
+        this machine's, through qemu-user-static: localhost/runtimeclass-syncer:<version>-<arch>)
+    python tools/image.py run [--arch ARCH] [--bind DIR[:PATH]]... [--tmpfs PATH]... [--entrypoint PROGRAM]
+                              [-- ARGS...]
+        runs the built image's entrypoint as its user (65532) on a read-only root, as a container runtime
+        would
 
 Needs root (mmdebstrap, chroot, buildah's storage) and Debian's (or Ubuntu's) `buildah`, `umoci` and
 `mmdebstrap`; they are installed with apt-get when missing. Network: a Debian mirror and the Python package
 index pip is configured with; no container registry.
 
-The build, for the machine's own architecture (amd64 or arm64; no emulation):
+The build, for the machine's own architecture (amd64 or arm64) unless `--arch` names the other one (then the
+kernel runs its binaries through qemu-user-static, installed and enabled when missing; CI builds each
+architecture natively):
 
 1. **Base** (`BASE` of the Dockerfile): a Debian root filesystem (`SUITE`, bookworm: Python 3.11) made by
    mmdebstrap from Debian packages: Essential packages and `python3`, no apt, no pip, no compiler, no
@@ -28,7 +33,7 @@ The build, for the machine's own architecture (amd64 or arm64; no emulation):
 3. **Image**: `buildah bud` of the `Dockerfile` (COPY only: no RUN step, so no container runs during the
    build), never pulling, tagged `localhost/runtimeclass-syncer:<version of pyproject.toml>`.
 
-`run` exports the image (`buildah push` to an OCI layout in `build/image/oci`), unpacks it with umoci (as a
+`run` exports the image (`buildah push` to an OCI layout in `build/image/oci-<arch>`), unpacks it with umoci (as a
 runtime would: whiteouts applied, its runtime configuration derived from the image's), and executes the
 image's entrypoint + cmd (or the given ARGS), environment and user from that configuration: in a private
 mount namespace, on the unpacked root bound read-only, with `/proc`, a `/dev` of the usual devices, the
@@ -89,9 +94,12 @@ def requires_python() -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def image_name() -> str:
-    """`localhost/runtimeclass-syncer:<version>`, the name `make image` gives the image."""
-    return f"{NAME}:{version()}"
+def image_name(arch: str | None = None) -> str:
+    """The name `make image` gives the image: `localhost/runtimeclass-syncer:<version>` for this machine's
+    architecture, `...:<version>-<arch>` for another `arch` (amd64, arm64)."""
+    if arch is None or arch == host_arch():
+        return f"{NAME}:{version()}"
+    return f"{NAME}:{version()}-{arch}"
 
 
 def _sh(*cmd: str | Path, capture: bool = False, env: dict[str, str] | None = None) -> str:
@@ -124,12 +132,35 @@ def ensure_tools() -> None:
     _sh("apt-get", "install", "-y", "-q", *missing, env=env)
 
 
-def debian_arch() -> str:
+def host_arch() -> str:
     """The Debian architecture of this machine (amd64, arm64). Raises ImageError for any other."""
     machine = platform.machine()
     if machine not in ARCHES:
         raise ImageError(f"no image for the {machine} architecture (only {', '.join(ARCHES)})")
     return ARCHES[machine]
+
+
+def ensure_emulation(arch: str) -> None:
+    """For an `arch` other than this machine's: check that the kernel runs its binaries through
+    qemu-user-static (binfmt_misc), installing qemu-user-static and binfmt-support and enabling the handler
+    when needed. Raises ImageError for an unknown architecture or when the handler cannot be enabled."""
+    machines = {debian: machine for machine, debian in ARCHES.items()}
+    if arch not in machines:
+        raise ImageError(f"no image for the {arch} architecture (only {', '.join(machines)})")
+    if arch == host_arch():
+        return
+    handler = Path("/proc/sys/fs/binfmt_misc") / f"qemu-{machines[arch]}"
+    if handler.is_file() and handler.read_text().startswith("enabled"):
+        return
+    print(f"image: {arch} binaries run through qemu-user-static here (slower; native builds in CI)", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if shutil.which("update-binfmts") is None or not Path(f"/usr/bin/qemu-{machines[arch]}-static").is_file():
+        _sh("apt-get", "install", "-y", "-q", "qemu-user-static", "binfmt-support", env=env)
+    if not Path("/proc/sys/fs/binfmt_misc/register").exists():
+        _sh("mount", "-t", "binfmt_misc", "binfmt_misc", "/proc/sys/fs/binfmt_misc")
+    _sh("update-binfmts", "--enable", f"qemu-{machines[arch]}")
+    if not (handler.is_file() and handler.read_text().startswith("enabled")):
+        raise ImageError(f"the kernel does not run {arch} binaries (binfmt_misc handler {handler.name})")
 
 
 def mmdebstrap_args(suite: str, arch: str) -> list[str]:
@@ -296,37 +327,49 @@ def _remove_replaced(previous: str | None, name: str) -> None:
         subprocess.run(["buildah", "rmi", previous], capture_output=True)
 
 
-def build(suite: str = SUITE) -> str:
-    """`make image`: the base, the virtualenv, then `buildah bud` of the Dockerfile. Returns the image name."""
+def build(suite: str = SUITE, arch: str | None = None) -> str:
+    """`make image`: the base, the virtualenv, then `buildah bud` of the Dockerfile, for `arch` (default this
+    machine's; another through qemu-user-static). Returns the image name."""
     ensure_tools()
+    arch = arch or host_arch()
+    ensure_emulation(arch)
     WORK.mkdir(parents=True, exist_ok=True)
-    arch = debian_arch()
     tarball = base_tarball(suite, arch)
     base = base_image(tarball, suite, arch)
     virtualenv(tarball)
-    name = image_name()
+    name = image_name(arch)
     previous = _image_id(name)
     print(f"image: buildah bud -> {name}", flush=True)
-    _sh("buildah", "bud", "--quiet", "--pull=never", "--layers=false", "--build-arg", f"BASE={base}",
+    _sh("buildah", "bud", "--quiet", "--pull=never", "--layers=false", "--os", "linux", "--arch", arch,
+        "--build-arg", f"BASE={base}",
         "--build-arg", f"VERSION={version()}", "-f", ROOT / "Dockerfile", "-t", name, ROOT)
     _remove_replaced(previous, name)
     shutil.rmtree(WORK / "venv")
     return name
 
 
-def unpack(name: str) -> Path:
-    """Export image `name` to an OCI layout (`build/image/oci`, layers gzip-compressed as a registry stores
-    them) and unpack it with umoci into a bundle (`build/image/bundle`: a root filesystem and a runtime-spec
-    config.json); both are reused while the image stays the same. Returns the bundle's path."""
+def oci_layout(arch: str) -> Path:
+    """Where `unpack` exports the image of `arch`: an OCI layout of one image tagged `latest`."""
+    return WORK / f"oci-{arch}"
+
+
+def unpack(arch: str | None = None) -> Path:
+    """Export the image of `arch` (default this machine's) to an OCI layout (`oci_layout`, layers
+    gzip-compressed as a registry stores them) and unpack it with umoci into a bundle
+    (`build/image/bundle-<arch>`: a root filesystem and a runtime-spec config.json); both are reused while
+    the image stays the same. Returns the bundle's path. Raises ImageError when there is no such image."""
     ensure_tools()
+    arch = arch or host_arch()
+    ensure_emulation(arch)
+    name = image_name(arch)
     image_id = _image_id(name)
     if image_id is None:
         raise ImageError(f"no image {name}: run make image first")
-    bundle = WORK / "bundle"
+    bundle = WORK / f"bundle-{arch}"
     stamp = bundle / "image-id"
     if stamp.is_file() and stamp.read_text() == image_id:
         return bundle
-    oci = WORK / "oci"
+    oci = oci_layout(arch)
     for path in (bundle, oci):
         if path.exists():
             shutil.rmtree(path)
@@ -407,19 +450,21 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build the image")
     b.add_argument("--suite", default=SUITE, help=f"Debian suite of the base (default {SUITE})")
+    b.add_argument("--arch", help="amd64 or arm64 (default this machine's; another one through qemu-user-static)")
     r = sub.add_parser("run", help="run the built image's entrypoint as its user on a read-only root")
     r.add_argument("--bind", action="append", default=[], metavar="DIR[:PATH]",
                    help="a host directory to bind read-only (at PATH, default the same path)")
     r.add_argument("--tmpfs", action="append", default=[], metavar="PATH",
                    help="mount an empty writable file system at PATH (as an emptyDir volume)")
     r.add_argument("--entrypoint", help="run this program instead of the image's entrypoint")
+    r.add_argument("--arch", help="the image of this architecture (default this machine's)")
     r.add_argument("args", nargs="*", help="the arguments (instead of the image's cmd)")
     opts = parser.parse_args(argv)
     try:
         if opts.command == "build":
-            print(build(opts.suite))
+            print(build(opts.suite, opts.arch))
             return 0
-        cmd = run_command(unpack(image_name()), opts.args or None, opts.bind, opts.entrypoint, opts.tmpfs)
+        cmd = run_command(unpack(opts.arch), opts.args or None, opts.bind, opts.entrypoint, opts.tmpfs)
     except ImageError as e:
         print(f"image: {e}", file=sys.stderr)
         return 1
