@@ -66,8 +66,7 @@ image-bench: image
 # Drop the cached Debian root filesystem and the images: the next make image takes the newest packages.
 image-clean:
 	rm -rf build/image
-	-buildah rmi localhost/runtimeclass-syncer:$(shell $(PYTHON) -c 'import tomllib;print(tomllib.load(open("pyproject.toml","rb"))["project"]["version"])') 2>/dev/null
-	-buildah rmi $$(buildah images --quiet --filter reference=localhost/runtimeclass-syncer-base) 2>/dev/null
+	-buildah rmi $$(buildah images --quiet --filter 'reference=localhost/runtimeclass-syncer*')
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
