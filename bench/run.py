@@ -72,6 +72,8 @@ async def measure(quick: bool) -> tuple[list[Figure], dict[str, Any]]:
                               f"{s.wall:.2f} s", f"{f.wall:.2f} s", 1.5))
         figures.append(Figure(f"sync_cpu_{n}", f"initial sync N={n}: CPU ratio", s.cpu / f.cpu, "x",
                               f"{s.cpu:.2f} s", f"{f.cpu:.2f} s", 1.5))
+        figures.append(Figure(f"sync_requests_{n}", f"initial sync N={n}: API requests per pod",
+                              s.request_total / n, "", f"{s.request_total}", f"{f.request_total}"))
         print(f"initial sync N={n}: syncer {s}, floor {f}", file=sys.stderr, flush=True)
     if len(sizes) > 2:
         small, mid, big = (raw["initial_sync"][n]["syncer"] for n in sizes)
