@@ -1,7 +1,7 @@
-"""The host's admission chain in the test API server (kubesim/admission.py, kubesim/podsecurity.py), each rule with
-the real plugin's words, and what a tenant sees when the host refuses a synced pod (a SyncError event with the
-host's message). Sources: kube-apiserver's plugin/pkg/admission/priority, serviceaccount and
-defaulttolerationseconds, and k8s.io/pod-security-admission's policy checks."""
+"""The host's admission chain in the test API server (kubesim/admission.py, with the syncer's
+controllers/podsecurity.py), each rule with the real plugin's words, and what a tenant sees when the host refuses
+a synced pod (a SyncError event with the host's message). Sources: kube-apiserver's plugin/pkg/admission/priority,
+serviceaccount and defaulttolerationseconds, and k8s.io/pod-security-admission's policy checks."""
 
 from __future__ import annotations
 

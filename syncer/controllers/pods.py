@@ -600,7 +600,9 @@ class PodReconciler:
 
     async def _violates_pod_security(self, vpod: Obj, rc_name: str) -> bool:
         """vcluster's `isPodSecurityStandardsValid` (`policies.podSecurityStandard`): a virtual pod that does not meet
-        the standard is not synced (nor updated); a `SyncError` event says why, in vcluster's words."""
+        the standard, judged as k8s.io/pod-security-admission judges it (controllers/podsecurity.py), is not synced
+        (nor updated); a `SyncError` event says why (vcluster's words, without the admission status vcluster
+        repeats inside them: docs/vcluster-parity.md row 44)."""
         level = self.config.raw.policies.podSecurityStandard
         found = podsecurity.violations(level, vpod["metadata"], vpod.get("spec") or {}) if level else []
         if not found:
