@@ -9,7 +9,7 @@ import pytest
 
 from syncer.config.model import parse_config
 from syncer.controllers.sources import Sources, slim_of
-from syncer.kube.builder import ControllerBuilder, InformerFactory, Source, own_key
+from syncer.kube.builder import ControllerBuilder, InformerFactory, OwnWrites, Source, Watch, _handlers, own_key
 from syncer.kube.cache import Store
 from syncer.kube.resources import CONFIGMAPS, PODS, RUNTIMECLASSES, SECRETS, SERVICES
 from syncer.manager import Options, Syncer
@@ -101,3 +101,43 @@ def test_the_manager_builds_one_informer_per_declared_view(enabled: bool, views:
     syncer = Syncer(config, host, virtual, Options("vc", "vc-ns"))  # type: ignore[arg-type]
     names = [i.name for i in syncer.informers]
     assert len(names) == len(set(names)) and set(names) == views
+
+
+class RecordingQueue:
+    """Stands for a controller's work queue: records the keys added."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def add(self, key: str) -> None:
+        self.keys.append(key)
+
+
+def _obj(name: str, rv: str) -> Obj:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
+
+
+def test_the_echo_of_an_own_create_enqueues_nothing_and_every_other_event_does() -> None:
+    own = OwnWrites()
+    queue = RecordingQueue()
+    w = Watch(Source("host", PODS), own_key, None, True, None, "owns", own)
+    handlers = _handlers(None, queue, w)  # type: ignore[arg-type]  # the informer is read only on a re-list
+    own.created(_obj("a", "10"))
+    own.created(_obj("b", "11"))
+    own.created(_obj("c", "12"))
+    handlers.on_add(_obj("a", "10"))  # the echo of the create: nothing to reconcile
+    assert queue.keys == []
+    handlers.on_add(_obj("a", "10"))  # a recorded create is used once
+    assert queue.keys == ["ns/a"]
+    handlers.on_add(_obj("b", "15"))  # another object of that name (deleted and re-created by someone else)
+    assert queue.keys == ["ns/a", "ns/b"]
+    handlers.on_update(_obj("c", "11"), _obj("c", "12"))  # only an ADDED event is an echo
+    assert queue.keys == ["ns/a", "ns/b", "ns/c"]
+    handlers.on_delete(_obj("c", "12"))  # a deletion goes through, and forgets the create
+    assert queue.keys == ["ns/a", "ns/b", "ns/c", "ns/c"] and len(own) == 0
+    handlers.on_add(_obj("c", "12"))
+    assert queue.keys[-1] == "ns/c"
+    assert len(OwnWrites()) == 0
+    plain = _handlers(None, queue, Watch(Source("host", PODS), own_key, None, True, None, "owns"))  # type: ignore[arg-type]
+    plain.on_add(_obj("d", "1"))  # a watch without own writes enqueues every add
+    assert queue.keys[-1] == "ns/d"

@@ -50,7 +50,7 @@ from syncer.controllers.sources import (
     SERVICEACCOUNT,
     Sources,
 )
-from syncer.kube.builder import ControllerBuilder, InformerFactory
+from syncer.kube.builder import ControllerBuilder, InformerFactory, OwnWrites
 from syncer.kube.cache import Cached, Store, field_equal, object_key, rest_equal, split_key, sub_field
 from syncer.kube.cache import field as cached_field
 from syncer.kube.cache import resource_version as _rv
@@ -234,10 +234,12 @@ class PodReconciler:
                                            host_secrets=self.host_objects[SECRET], lifetime=token_lifetime,
                                            clock=self.clock)
         self._skipped: dict[str, str] = {}  # malformed virtual pods already logged, by resourceVersion
-        # pods whose host pod this process just created: key -> (virtual, host) resourceVersion then. The
-        # reconcile the host pod's creation brings finds both unchanged and skips the comparison (it was made
-        # by the create); popped by the next reconcile of the key, so it holds only creations in flight.
+        # pods whose host pod this process just created: key -> (virtual, host) resourceVersion then. A reconcile
+        # that finds both unchanged skips the comparison (it was made by the create); popped by the next
+        # reconcile of the key. The create's own watch event enqueues nothing (own_writes), unless it arrived
+        # before the create returned.
         self._created: dict[str, tuple[str, str]] = {}
+        self.own_writes = OwnWrites()  # the host pods this process created, by key and resourceVersion
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects, by key
         self._unserved: set[str] = set()  # pod subresources the host API server answered 404 for
@@ -261,7 +263,7 @@ class PodReconciler:
         """
         s = self.sources
         b.for_(s.virtual_pods, predicate=_pod_changed, relist=self.all_pod_keys)
-        b.owns(s.host_pods, _virtual_key_of_host_pod, relist=self.all_pod_keys)
+        b.owns(s.host_pods, _virtual_key_of_host_pod, relist=self.all_pod_keys, own_writes=self.own_writes)
         if self.config.enabled:
             b.watches(s.host_rcs, self._pods_of_runtime_class, predicate=self._gate_view_changed,
                       relist=self.all_pod_keys)
@@ -442,7 +444,9 @@ class PodReconciler:
             self.metrics.pods_defaulted.labels(default).inc()
             await self.recorder.record(PODS, vpod, "Normal", policy.DEFAULTED_REASON,
                                        policy.defaulted_message(vpod["metadata"]["name"], default), ACTION)
-        return None
+        # What the reconcile of the created pod's echo would return (it is not enqueued, see own_writes): the
+        # pair is as created, so only the first token renewal is due, after RENEW_AFTER of the lifetime.
+        return await self.tokens.renew_if_due(vpod, created) if created is not None else None
 
     async def _warn_translated(self, vpod: Obj, desired: Obj, created: Obj) -> None:
         """Once per host pod created, a `SyncWarning` on the virtual pod for what of it the host pod does not have:
@@ -782,6 +786,7 @@ class PodReconciler:
             return None
         self.metrics.pods_synced.labels(rc_name).inc()
         self._created[object_key(vpod)] = (_rv(vpod), _rv(created))
+        self.own_writes.created(created)  # its watch event (the echo) wakes nobody: _create returns the requeue
         log.info("created host pod %s/%s from virtual pod %s/%s (%s)", self.host_namespace, hname,
                  vpod["metadata"]["namespace"], vpod["metadata"]["name"],
                  f'runtime class "{rc_name}" allowed' if rc_name else "no runtime class")

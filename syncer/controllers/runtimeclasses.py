@@ -29,7 +29,7 @@ from syncer.controllers.translate import (
     runtime_class_view,
     virtual_runtime_class,
 )
-from syncer.kube.builder import ControllerBuilder, own_key
+from syncer.kube.builder import ControllerBuilder, OwnWrites, own_key
 from syncer.kube.cache import Store
 from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import ApiError, KubeClient
@@ -67,6 +67,10 @@ class RuntimeClassReconciler:
         # classes this process just created: name -> (host, virtual) resourceVersion then. The reconcile the
         # creation brings finds both unchanged and has nothing to compare; popped by it (see reconcile).
         self._created: dict[str, tuple[str, str]] = {}
+        # the virtual classes this process created, whose watch event (the echo) enqueues nothing: without
+        # patches its reconcile would find both classes as the create left them (with patches it runs, since a
+        # patch may read context.virtualObject)
+        self.own_writes = OwnWrites()
 
     def watches(self, b: ControllerBuilder, sources: Sources) -> ControllerBuilder:
         """Declare the RuntimeClass controller's watches: for virtual RuntimeClasses (a class made locally is
@@ -75,7 +79,7 @@ class RuntimeClassReconciler:
         def every_name() -> list[str]:
             return list(dict.fromkeys([*self.host_rcs.list_keys(), *self.virtual_rcs.list_keys()]))
 
-        b.for_(sources.virtual_rcs, relist=every_name)
+        b.for_(sources.virtual_rcs, relist=every_name, own_writes=self.own_writes if self.patcher is None else None)
         b.watches(sources.host_rcs, own_key, relist=every_name)
         return b
 
@@ -132,6 +136,7 @@ class RuntimeClassReconciler:
         if actual is None:
             log.info("create virtual runtime class %s: host runtime class %s matches the selector", name, name)
             stored = await self._create(desired)
+            self.own_writes.created(stored)
             if host is not None:
                 self._created[name] = (_rv(host), _rv(stored))
             return None
@@ -141,7 +146,7 @@ class RuntimeClassReconciler:
             log.info("re-create virtual runtime class %s: handler changed from %r to %r (the field is immutable)",
                      name, actual.get("handler"), desired.get("handler"))
             await self._delete(actual)
-            await self._create(desired)
+            self.own_writes.created(await self._create(desired))
             return None
         log.info("update virtual runtime class %s: host runtime class %s changed", name, name)
         update = dict(desired)

@@ -9,7 +9,7 @@ however many controllers read it. Here:
 - `Source` names one such view; `InformerFactory.store(source)` gives its shared cache, created on first
   use as the factory's one declaration of caches says (`slims(source)` -> `Slim`); `index` adds an index.
 - `Watch` is one declaration: a source, the map to keys, the update predicate, whether deletions count,
-  and what a re-list enqueues.
+  what a re-list enqueues, and the controller's own writes (`OwnWrites`) whose echo it need not see.
 - `ControllerBuilder` collects a controller's watches (`for_`, `owns`, `watches`); the manager wires each
   to the controller's queue (`wire`) and holds no rule of its own.
 """
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from syncer.kube.cache import Cached, IndexFunc, Store, Transform, object_key
+from syncer.kube.cache import Cached, IndexFunc, Store, Transform, object_key, resource_version
 from syncer.kube.client import KubeClient
 from syncer.kube.clock import Clock
 from syncer.kube.informer import Handlers, Informer
@@ -54,6 +54,39 @@ Keys = Callable[[Cached], Iterable[str]]
 Predicate = Callable[[Cached, Cached], bool]
 
 
+class OwnWrites:
+    """The objects a controller has just created, by key: the resourceVersion the API server answered with.
+
+    The watch event that only reports such a create (an ADDED object with that key and resourceVersion) is its
+    echo: the reconcile it would cause compares the object with the one the controller just wrote, and finds
+    nothing to do. A watch declared with `own_writes` does not enqueue an echo (the create's caller returns
+    what the reconcile would have: its requeue). Every other event goes through: an update, a deletion, an add
+    with another resourceVersion (someone else's object of that name), and everything a re-list enqueues. Each
+    recorded create is used once; a deletion forgets it (client-go's controller "expectations" record creates
+    the same way, to the same end of not acting on a cache that has not caught up)."""
+
+    def __init__(self) -> None:
+        self._rv: dict[str, str] = {}
+
+    def created(self, obj: Mapping[str, Any]) -> None:
+        """Record a create: `obj` as the API server returned it (its key and resourceVersion)."""
+        rv = resource_version(obj)
+        if rv:
+            self._rv[object_key(obj)] = rv
+
+    def is_echo(self, obj: Cached) -> bool:
+        """Whether added object `obj` is the echo of a recorded create (which is then forgotten)."""
+        rv = self._rv.pop(object_key(obj), None)
+        return rv is not None and rv == resource_version(obj)
+
+    def forget(self, obj: Cached) -> None:
+        """Forget a recorded create of `obj`'s key (it was deleted)."""
+        self._rv.pop(object_key(obj), None)
+
+    def __len__(self) -> int:
+        return len(self._rv)
+
+
 @dataclass(frozen=True)
 class Watch:
     """One watch of a controller.
@@ -66,6 +99,7 @@ class Watch:
         relist: the keys to enqueue after the source re-listed (a watch gap may have hidden changes);
             None: `keys` of every cached object.
         role: `for`, `owns` or `watches` (how controller-runtime would name it; for logs and docs).
+        own_writes: the controller's creates, whose echo (an ADDED event of exactly that object) enqueues nothing.
     """
 
     source: Source
@@ -74,6 +108,7 @@ class Watch:
     on_delete: bool = True
     relist: Callable[[], Iterable[str]] | None = None
     role: str = "watches"
+    own_writes: OwnWrites | None = None
 
 
 def own_key(obj: Cached) -> list[str]:
@@ -89,15 +124,19 @@ class ControllerBuilder:
     watch_list: list[Watch] = field(default_factory=list)
 
     def for_(self, source: Source, *, predicate: Predicate | None = None,
-             relist: Callable[[], Iterable[str]] | None = None) -> ControllerBuilder:
-        """Reconcile the objects of `source` themselves (their own keys)."""
-        self.watch_list.append(Watch(source, own_key, predicate, True, relist, "for"))
+             relist: Callable[[], Iterable[str]] | None = None,
+             own_writes: OwnWrites | None = None) -> ControllerBuilder:
+        """Reconcile the objects of `source` themselves (their own keys); with `own_writes`, not the echo of
+        the controller's own creates."""
+        self.watch_list.append(Watch(source, own_key, predicate, True, relist, "for", own_writes))
         return self
 
     def owns(self, source: Source, keys: Keys, *, predicate: Predicate | None = None,
-             relist: Callable[[], Iterable[str]] | None = None) -> ControllerBuilder:
-        """Objects this controller creates; a change reconciles their owner (`keys` maps to it)."""
-        self.watch_list.append(Watch(source, keys, predicate, True, relist, "owns"))
+             relist: Callable[[], Iterable[str]] | None = None,
+             own_writes: OwnWrites | None = None) -> ControllerBuilder:
+        """Objects this controller creates; a change reconciles their owner (`keys` maps to it); with
+        `own_writes`, not the echo of the controller's own creates."""
+        self.watch_list.append(Watch(source, keys, predicate, True, relist, "owns", own_writes))
         return self
 
     def watches(self, source: Source, keys: Keys, *, predicate: Predicate | None = None, on_delete: bool = True,
@@ -166,9 +205,19 @@ def _handlers(inf: Informer, queue: WorkQueue, w: Watch) -> Handlers:
         for key in w.keys(obj):
             queue.add(key)
 
+    def added(obj: Any) -> None:
+        if w.own_writes is None or not w.own_writes.is_echo(obj):
+            add(obj)
+
     def update(old: Any, new: Any) -> None:
         if w.predicate is None or w.predicate(old, new):
             add(new)
+
+    def deleted(obj: Any) -> None:
+        if w.own_writes is not None:
+            w.own_writes.forget(obj)
+        if w.on_delete:
+            add(obj)
 
     def relisted() -> None:
         if w.relist is not None:
@@ -178,5 +227,5 @@ def _handlers(inf: Informer, queue: WorkQueue, w: Watch) -> Handlers:
             for obj in inf.store.values():
                 add(obj)
 
-    return Handlers(on_add=add, on_update=update, on_delete=add if w.on_delete else lambda _: None,
+    return Handlers(on_add=added, on_update=update, on_delete=deleted,
                     on_relist=relisted)
