@@ -75,6 +75,15 @@ def _switch(doc: Any, dotted: str, default: bool) -> tuple[bool | None, str | No
     return None, f"invalid {dotted}: must be true or false, not {value!r}"
 
 
+def _must_be_off(document: Any, dotted: str, default: bool, why: str) -> list[str]:
+    """The error for boolean switch `dotted` of `document` (absent or null: `default`): its type error, or, when
+    it is on, `invalid <dotted>: <why>`; none when it is off."""
+    value, err = _switch(document, dotted, default)
+    if err:
+        return [err]
+    return [f"invalid {dotted}: {why}"] if value else []
+
+
 def unsupported_modes(document: Any) -> list[str]:
     """Errors for the vcluster modes the syncer does not support, as `invalid <path>: <reason>`.
 
@@ -82,20 +91,12 @@ def unsupported_modes(document: Any) -> list[str]:
     `getLocalCacheOptions` then watches every host namespace); private nodes is `privateNodes.enabled`
     (`pkg/setup/controllers.go`: tenant pods run on the virtual cluster's own nodes).
     """
-    errors: list[str] = []
-    namespaces, err = _switch(document, "sync.toHost.namespaces.enabled", False)
-    if err:
-        errors.append(err)
-    elif namespaces:
-        errors.append("invalid sync.toHost.namespaces.enabled: multi-namespace mode is not supported: "
-                      "runtimeclass-syncer syncs every pod into the one host namespace (--host-namespace)")
-    private, err = _switch(document, "privateNodes.enabled", False)
-    if err:
-        errors.append(err)
-    elif private:
-        errors.append("invalid privateNodes.enabled: private nodes are not supported: tenant pods run on the "
-                      "virtual cluster's own nodes and are never synced to the host")
-    return errors
+    return [*_must_be_off(document, "sync.toHost.namespaces.enabled", False,
+                          "multi-namespace mode is not supported: runtimeclass-syncer syncs every pod into the one "
+                          "host namespace (--host-namespace)"),
+            *_must_be_off(document, "privateNodes.enabled", False,
+                          "private nodes are not supported: tenant pods run on the virtual cluster's own nodes and "
+                          "are never synced to the host")]
 
 
 def vcluster_conflicts(document: Any) -> list[str]:
@@ -105,21 +106,14 @@ def vcluster_conflicts(document: Any) -> list[str]:
     `document` is vcluster's configuration (chart values, merged with the chart's defaults or not: an absent
     `sync.toHost.pods.enabled` is vcluster's default, true).
     """
-    errors: list[str] = []
-    pods, err = _switch(document, "sync.toHost.pods.enabled", VCLUSTER_POD_SYNC_DEFAULT)
-    if err:
-        errors.append(err)
-    elif pods:
-        errors.append("invalid sync.toHost.pods.enabled: vcluster's own pod sync is on (true is vcluster's "
-                      "default); set it to false: runtimeclass-syncer syncs this virtual cluster's pods to the "
-                      "host, and two pod syncers would fight over every pod")
-    rcs, err = _switch(document, f"{RC_PATH}.enabled", False)
-    if err:
-        errors.append(err)
-    elif rcs:
-        errors.append(f"invalid {RC_PATH}.enabled: vcluster would sync RuntimeClasses too (two writers of every "
-                      "virtual RuntimeClass; with patches open-source vcluster fails on each); keep it false in "
-                      "vcluster's config: the syncer's own section (--config) turns RuntimeClass sync on")
+    errors = [*_must_be_off(document, "sync.toHost.pods.enabled", VCLUSTER_POD_SYNC_DEFAULT,
+                            "vcluster's own pod sync is on (true is vcluster's default); set it to false: "
+                            "runtimeclass-syncer syncs this virtual cluster's pods to the host, and two pod syncers "
+                            "would fight over every pod"),
+              *_must_be_off(document, f"{RC_PATH}.enabled", False,
+                            "vcluster would sync RuntimeClasses too (two writers of every virtual RuntimeClass; with "
+                            "patches open-source vcluster fails on each); keep it false in vcluster's config: the "
+                            "syncer's own section (--config) turns RuntimeClass sync on")]
     for key in ("selector", "patches"):
         present, value = _get(document, f"{RC_PATH}.{key}")
         if present and value not in (None, {}, []):
