@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.servers import HOST_NAMESPACE, SELECTOR_LABEL, VCLUSTER
+from bench.names import HOST_NAMESPACE, SELECTOR_LABEL, VCLUSTER
 
 Obj = dict[str, Any]
 RC_PATH = "/apis/node.k8s.io/v1/runtimeclasses"

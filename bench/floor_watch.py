@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 
 from bench import floor
-from bench.servers import HOST_NAMESPACE, SELECTOR_LABEL, VCLUSTER
+from bench.names import HOST_NAMESPACE, SELECTOR_LABEL, VCLUSTER
 
 Obj = dict[str, Any]
 

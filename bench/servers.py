@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.names import HOST_NAMESPACE, SELECTOR_LABEL, VCLUSTER
 from kubesim.apiserver import EmbeddedAPIServer
 from kubesim.tokens import kube_api_access_volume
 from kubesim.vcluster import MANAGED_BY, OBJECT_NAME, OBJECT_NAMESPACE
@@ -29,8 +30,6 @@ from kubesim.vcluster import host_name as host_pod_name
 from syncer.kube.resources import CONFIGMAPS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS, SERVICES, APIResource
 
 Obj = dict[str, Any]
-VCLUSTER, HOST_NAMESPACE = "bench", "bench"
-SELECTOR_LABEL = ("tier", "tenant")
 POD_NAMESPACES = ("default", "team-a", "team-b", "team-c")
 TOKEN_VOLUME = "kube-api-access-b3nch"
 
