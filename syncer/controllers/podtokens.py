@@ -25,7 +25,6 @@ import base64
 import logging
 import re
 import secrets
-import string
 from typing import Any
 
 from syncer.controllers import translate
@@ -39,7 +38,6 @@ from syncer.kube.resources import PODS, SECRETS
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-_SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
 _SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # a valid Secret data key (ValidateSecret: IsConfigMapKey)
 
 
@@ -102,7 +100,7 @@ class ServiceAccountTokens:
         name = self.secret_name(meta["namespace"], meta["name"]) if self.use_secrets else None
         data, where = tokens.apply_tokens(
             desired["spec"], desired["metadata"]["annotations"], issued, secret_name=name,
-            suffix=lambda: "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(8)))
+            suffix=lambda: secrets.token_hex(4))
         if self.lifetime:
             desired["metadata"]["annotations"][tokens.STATE_ANNOTATION] = tokens.RenewalState(
                 self._renew_at(), where, name or "").encode()

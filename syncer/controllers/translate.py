@@ -70,7 +70,10 @@ def host_labels(labels: Mapping[str, Any], vcluster_name: str) -> Obj:
     """A virtual object's labels as vcluster writes them on the host (`HostLabelsMap`): the keys of
     TRANSLATED_LABELS rewritten, and a virtual label that already has such a rewritten key dropped (a tenant
     cannot forge one)."""
-    forged = {host_label_key(k, vcluster_name) for k in TRANSLATED_LABELS}
+    # every rewritten key starts with LABEL_PREFIX (safe_concat_name keeps the first 52 characters), so the
+    # three hashes of the forged keys are needed only when some label has that prefix
+    forged = {host_label_key(k, vcluster_name) for k in TRANSLATED_LABELS} \
+        if any(k.startswith(LABEL_PREFIX) for k in labels) else set()
     return {host_label_key(k, vcluster_name): v for k, v in labels.items() if k not in forged}
 
 
