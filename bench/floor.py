@@ -1,5 +1,6 @@
 """The floor: the API work of an initial sync done by a minimal script, with the syncer's HTTP client
-library (aiohttp) and its concurrency (2 RuntimeClass writers, 4 pod writers) and no controller logic.
+library (aiohttp), its JSON library (orjson) and its concurrency (2 RuntimeClass writers, 4 pod writers) and
+no controller logic.
 
     python -m bench.floor --host URL --virtual URL
 
@@ -14,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import aiohttp
+import orjson
 
 from bench.names import HOST_NAMESPACE, SELECTOR_LABEL, VCLUSTER
 
@@ -40,8 +41,8 @@ async def _pool(workers: int, items: list[Obj], work: Callable[[Obj], Awaitable[
 
 
 async def _post(session: aiohttp.ClientSession, url: str, body: Obj) -> Obj:
-    async with session.post(url, data=json.dumps(body), headers=JSON) as resp:
-        data: Obj = json.loads(await resp.read())
+    async with session.post(url, data=orjson.dumps(body), headers=JSON) as resp:
+        data: Obj = orjson.loads(await resp.read())
         if resp.status >= 400:
             raise RuntimeError(f"POST {url}: {resp.status}")
         return data
@@ -89,14 +90,14 @@ def host_pod(pod: Obj, token: str, renew_at: int = 0) -> Obj:
             "vcluster.loft.sh/object-host-namespace": HOST_NAMESPACE,
             "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
             "vcluster.loft.sh/labels": "\n".join(f'{k}="{v}"' for k, v in sorted(labels.items())),
-            "runtimeclass-syncer.io/synced-annotations": json.dumps(
-                {k: "0123456789" for k in meta.get("annotations") or {}}, separators=(",", ":")),
+            "runtimeclass-syncer.io/synced-annotations": orjson.dumps(
+                {k: "0123456789" for k in meta.get("annotations") or {}}).decode(),
             "runtimeclass-syncer.io/virtual-runtime-class": spec.get("runtimeClassName", ""),
             "vcluster.loft.sh/name": name, "vcluster.loft.sh/namespace": ns, "vcluster.loft.sh/uid": uid,
             "vcluster.loft.sh/service-account-name": spec.get("serviceAccountName", "default"),
             "vcluster.loft.sh/token-bench000": token,
-            "runtimeclass-syncer.io/token-renewal": json.dumps({
-                "renewAt": renew_at, "tokens": {"vcluster.loft.sh/token-bench000": audiences}}, separators=(",", ":"))},
+            "runtimeclass-syncer.io/token-renewal": orjson.dumps({
+                "renewAt": renew_at, "tokens": {"vcluster.loft.sh/token-bench000": audiences}}).decode()},
         "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": VCLUSTER, "uid": uid,
                              "controller": False}]},
         "spec": host_spec}
@@ -104,7 +105,7 @@ def host_pod(pod: Obj, token: str, renew_at: int = 0) -> Obj:
 
 async def _get(session: aiohttp.ClientSession, url: str) -> Obj:
     async with session.get(url, headers=JSON) as resp:
-        data: Obj = json.loads(await resp.read())
+        data: Obj = orjson.loads(await resp.read())
         return data
 
 

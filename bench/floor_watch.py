@@ -13,12 +13,12 @@ RuntimeClasses and the virtual pods, and answers each event with the one write i
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
+import orjson
 
 from bench import floor
 from bench.names import HOST_NAMESPACE, SELECTOR_LABEL, VCLUSTER
@@ -38,7 +38,7 @@ async def _watch(session: aiohttp.ClientSession, url: str, rv: str,
             print("watching", flush=True)  # every watch is open: the harness may start changing things
         async for line in resp.content:
             if line.strip():
-                ev = json.loads(line)
+                ev = orjson.loads(line)
                 await handle(ev["type"], ev["object"])
 
 

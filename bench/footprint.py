@@ -22,7 +22,8 @@ from pathlib import Path
 import aiohttp
 
 from bench import harness, latency
-from bench.servers import HOST_NAMESPACE, matches, refused
+from bench.names import HOST_NAMESPACE
+from bench.servers import matches, refused
 
 
 @dataclass

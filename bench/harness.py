@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import aiohttp
 
-from bench.servers import HOST_NAMESPACE, VCLUSTER
+from bench.names import HOST_NAMESPACE, VCLUSTER
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import harness
-from bench.servers import HOST_NAMESPACE, matches, refused
+from bench.names import HOST_NAMESPACE
+from bench.servers import matches, refused
 
 
 @dataclass

@@ -28,7 +28,8 @@ from typing import Any
 import aiohttp
 
 from bench import floor, harness
-from bench.servers import HOST_NAMESPACE, VCLUSTER, matches, refused, virtual_pod
+from bench.names import HOST_NAMESPACE, VCLUSTER
+from bench.servers import matches, refused, virtual_pod
 
 KINDS = ("relabel", "delete", "local", "release")
 MERGE = {"Content-Type": "application/merge-patch+json"}
