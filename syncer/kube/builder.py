@@ -216,6 +216,9 @@ def _handlers(inf: Informer, queue: WorkQueue, w: Watch) -> Handlers:
     def deleted(obj: Any) -> None:
         if w.own_writes is not None:
             w.own_writes.forget(obj)
+        if w.role == "for":  # the object is gone: a wake-up asked for it (a token renewal) is not needed
+            for key in w.keys(obj):  # now, and the reconcile queued below asks again for what it still needs
+                queue.cancel_delayed(key)
         if w.on_delete:
             add(obj)
 

@@ -153,6 +153,12 @@ class WorkQueue:
             pending[1].cancel()
         self._waiting[key] = (at, self.clock.call_later(delay, lambda: self._fire(key)))
 
+    def cancel_delayed(self, key: str) -> None:
+        """Drop the delayed add of `key`, if one is pending (its timer is cancelled and released)."""
+        pending = self._waiting.pop(key, None)
+        if pending is not None:
+            pending[1].cancel()
+
     def pending(self) -> dict[str, float]:
         """Every key waiting for a delayed add, with the seconds left (diagnostics)."""
         now = self.clock.now()
