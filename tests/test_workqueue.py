@@ -47,6 +47,28 @@ async def test_add_after_fires_at_the_earliest_time_on_the_clock() -> None:
     assert len(q) == 0
 
 
+async def test_many_waiting_keys_hold_one_timer_and_a_cancelled_wait_holds_none() -> None:
+    """client-go's delaying queue waits for its earliest key with one timer (`nextReadyAt`): thousands of pods
+    waiting for their token renewal cost the event loop one timer, and a pod deleted meanwhile leaves nothing
+    behind (with a timer per key, each cancelled one stayed in the loop's heap until the heap was rebuilt)."""
+    clock = FakeClock(start=0)
+    q = WorkQueue("t", clock=clock)
+    for i in range(1000):
+        q.add_after(f"p{i}", 100 + i)
+    assert clock.pending() == [100.0]
+    for i in range(0, 1000, 2):
+        q.cancel_delayed(f"p{i}")
+    assert clock.pending() == [101.0]  # the earliest wait left
+    assert len(q.pending()) == 500
+    clock.advance(103)  # p1 at 101 and p3 at 103 fall due, in order
+    assert [await q.get(), await q.get()] == ["p1", "p3"] and len(q) == 0
+    for i in range(5, 1000, 2):
+        q.cancel_delayed(f"p{i}")
+    assert clock.pending() == [] and q.pending() == {}
+    clock.advance(10_000)
+    assert len(q) == 0
+
+
 async def test_rate_limited_retries_back_off_on_the_clock_and_reset_after_forget() -> None:
     clock = FakeClock()
     q = WorkQueue("t", RateLimiter(base=1.0, cap=8.0, qps=1000, burst=1000, clock=clock), clock=clock)

@@ -4,7 +4,9 @@ Semantics as in client-go:
 - a key added several times before a worker takes it is processed once (dirty set);
 - a key is never processed by two workers at once: added while processing, it is queued again when
   the worker calls `done` (processing set);
-- `add_after` delays an add (the earliest pending time wins);
+- `add_after` delays an add (the earliest pending time wins); the waiting keys are kept in one heap with one
+  timer for the earliest (the delaying queue's `waitingForQueue` and its `nextReadyAt` timer), so a queue of
+  many waiting keys holds one timer on the clock, and a key whose wait is cancelled leaves no timer behind;
 - `add_rate_limited` delays by the rate limiter: per-key exponential backoff (base x 2^failures,
   capped) combined with an overall token bucket, whichever is longer
   (`DefaultControllerRateLimiter`); `forget` resets a key's failures after a success.
@@ -13,6 +15,7 @@ Semantics as in client-go:
 from __future__ import annotations
 
 import asyncio
+import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -83,7 +86,10 @@ class WorkQueue:
         self._queue: deque[str] = deque()
         self._dirty: set[str] = set()
         self._processing: set[str] = set()
-        self._waiting: dict[str, tuple[float, Timer]] = {}
+        self._waiting: dict[str, float] = {}  # key -> when its delayed add is due (clock seconds)
+        self._due: list[tuple[float, str]] = []  # heap of (due, key); an entry _waiting no longer has is stale
+        self._timer: Timer | None = None  # the one timer, set for _timer_at: the earliest due time
+        self._timer_at = 0.0
         self._getters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
         self._idle = asyncio.Event()
@@ -147,31 +153,60 @@ class WorkQueue:
             return
         at = self.clock.now() + delay
         pending = self._waiting.get(key)
-        if pending is not None:
-            if pending[0] <= at:
-                return
-            pending[1].cancel()
-        self._waiting[key] = (at, self.clock.call_later(delay, lambda: self._fire(key)))
+        if pending is not None and pending <= at:
+            return
+        self._waiting[key] = at
+        heapq.heappush(self._due, (at, key))
+        self._compact()
+        self._arm()
 
     def cancel_delayed(self, key: str) -> None:
-        """Drop the delayed add of `key`, if one is pending (its timer is cancelled and released)."""
-        pending = self._waiting.pop(key, None)
-        if pending is not None:
-            pending[1].cancel()
+        """Drop the delayed add of `key`, if one is pending."""
+        if self._waiting.pop(key, None) is not None:
+            self._compact()
+            self._arm()
+
+    def _compact(self) -> None:
+        """Rebuild the heap when stale entries (cancelled or superseded waits) outnumber the live ones, so that
+        it stays within twice the waiting keys."""
+        if len(self._due) > 2 * len(self._waiting) + 64:
+            self._due = [(at, key) for key, at in self._waiting.items()]
+            heapq.heapify(self._due)
+
+    def _arm(self) -> None:
+        """Set the timer for the earliest live due time (none when nothing waits)."""
+        due = self._due
+        while due and self._waiting.get(due[0][1]) != due[0][0]:
+            heapq.heappop(due)  # a stale head
+        if self._timer is not None and (not due or due[0][0] != self._timer_at):
+            self._timer.cancel()
+            self._timer = None
+        if due and self._timer is None:
+            self._timer_at = due[0][0]
+            self._timer = self.clock.call_later(max(0.0, self._timer_at - self.clock.now()), self._fire)
+
+    def _fire(self) -> None:
+        """Add every key that is due (by the clock, or by the time the timer was set for: a loop's timer may
+        run a little before its time), then set the timer for the next."""
+        self._timer = None
+        now = max(self.clock.now(), self._timer_at)
+        due = self._due
+        while due and due[0][0] <= now:
+            at, key = heapq.heappop(due)
+            if self._waiting.get(key) == at:
+                del self._waiting[key]
+                self.add(key)
+        self._arm()
 
     def pending(self) -> dict[str, float]:
         """Every key waiting for a delayed add, with the seconds left (diagnostics)."""
         now = self.clock.now()
-        return {k: round(at - now, 2) for k, (at, _) in self._waiting.items()}
+        return {k: round(at - now, 2) for k, at in self._waiting.items()}
 
     def pending_delay(self, key: str) -> float | None:
         """Seconds until a delayed add of `key` fires (None when none is pending)."""
         pending = self._waiting.get(key)
-        return None if pending is None else pending[0] - self.clock.now()
-
-    def _fire(self, key: str) -> None:
-        self._waiting.pop(key, None)
-        self.add(key)
+        return None if pending is None else pending - self.clock.now()
 
     def add_rate_limited(self, key: str) -> None:
         """Queue `key` after the rate limiter's delay for it (retry with backoff)."""
@@ -218,9 +253,11 @@ class WorkQueue:
     def shutdown(self) -> None:
         """Stop accepting keys and wake every waiting worker (they get ShutDown once the queue is empty)."""
         self._shutting_down = True
-        for _, handle in self._waiting.values():
-            handle.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._waiting.clear()
+        self._due.clear()
         self._queue.clear()
         self._dirty.clear()
         self._update_idle()
