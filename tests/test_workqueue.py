@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 
 import pytest
 
@@ -67,6 +68,38 @@ async def test_many_waiting_keys_hold_one_timer_and_a_cancelled_wait_holds_none(
     assert clock.pending() == [] and q.pending() == {}
     clock.advance(10_000)
     assert len(q) == 0
+
+
+async def test_cancelled_waits_do_not_pile_up() -> None:
+    """Under churn, each pod's renewal wait is added and then cancelled long before it is due: the queue keeps at
+    most a quarter more entries than it has waiting keys (and 64), however many waits come and go."""
+    clock = FakeClock(start=0)
+    q = WorkQueue("t", clock=clock)
+    for i in range(400):
+        q.add_after(f"live-{i}", 100 + i)  # older pods renew first
+
+    def churn(keys: range) -> None:
+        for i in keys:
+            q.add_after(f"churn-{i}", 2880)  # a new pod's renewal, later than the older pods'
+            q.cancel_delayed(f"churn-{i}")  # and the pod deleted
+
+    churn(range(2_000))  # the queue's dicts and heap at their working size
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        grew = 0
+        for block in range(2_000, 20_000, 250):
+            churn(range(block, block + 250))
+            grew = max(grew, tracemalloc.get_traced_memory()[0] - base)
+    finally:
+        tracemalloc.stop()
+    # measured: at most 39 KiB above the working size (the heap's stale entries, a quarter of the 400 waiting keys
+    # with their keys, and the dicts' tables between resizes); with stale entries up to twice the waiting keys
+    # (the bound before), 73 KiB; with a loop timer per key, every cancelled timer until the loop's rebuild
+    assert grew < 56 * 1024, grew
+    assert len(q.pending()) == 400
+    clock.advance(100 + 399)
+    assert len(q) == 400
 
 
 async def test_rate_limited_retries_back_off_on_the_clock_and_reset_after_forget() -> None:

@@ -167,9 +167,11 @@ class WorkQueue:
             self._arm()
 
     def _compact(self) -> None:
-        """Rebuild the heap when stale entries (cancelled or superseded waits) outnumber the live ones, so that
-        it stays within twice the waiting keys."""
-        if len(self._due) > 2 * len(self._waiting) + 64:
+        """Rebuild the heap when its stale entries (cancelled or superseded waits) pass a quarter of the waiting
+        keys (and 64): the heap stays within 1.25 times the waiting keys, and each rebuild is paid for by the
+        cancels before it (under pod churn, the renewal waits of deleted pods)."""
+        stale = len(self._due) - len(self._waiting)
+        if stale > 64 and 4 * stale > len(self._waiting):
             self._due = [(at, key) for key, at in self._waiting.items()]
             heapq.heapify(self._due)
 
