@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import tracemalloc
+from collections.abc import Callable
 
 import pytest
 
-from syncer.kube.clock import FakeClock
+from syncer.kube.clock import FakeClock, Timer
 from syncer.kube.workqueue import RateLimiter, ShutDown, WorkQueue
 
 
@@ -68,6 +69,29 @@ async def test_many_waiting_keys_hold_one_timer_and_a_cancelled_wait_holds_none(
     assert clock.pending() == [] and q.pending() == {}
     clock.advance(10_000)
     assert len(q) == 0
+
+
+class EarlyClock(FakeClock):
+    """asyncio runs a timer once the loop's time is within its clock resolution of the due time: this clock runs
+    every timer 1 ms before its time. A queue that set a timer again and again for the same key would spin."""
+
+    def __init__(self) -> None:
+        super().__init__(start=0)
+        self.timers_set = 0
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
+        self.timers_set += 1
+        if self.timers_set > 10:
+            raise AssertionError("the queue keeps setting timers: it spins on a due key")
+        return super().call_later(max(0.0, delay - 0.001), callback)
+
+
+async def test_a_timer_that_runs_a_little_early_still_adds_its_key() -> None:
+    clock = EarlyClock()
+    q = WorkQueue("t", clock=clock)
+    q.add_after("a", 5)
+    clock.advance(4.999)
+    assert len(q) == 1 and q.pending() == {}  # added when its timer ran, not put off again
 
 
 async def test_cancelled_waits_do_not_pile_up() -> None:
