@@ -379,6 +379,36 @@ def test_the_syncer_refuses_what_would_make_two_writers_or_an_unsupported_mode(v
         load_beside_vcluster(own, shared)
 
 
+# The switches whose chart default is true (vcluster chart/values.yaml) and that vcluster's Go struct holds as a plain
+# bool (config/config.go: SyncPods.Enabled, SyncRewriteHosts.Enabled, ExperimentalSyncSettings.SetOwner,
+# CoreDNS.Enabled)
+TRUE_BY_DEFAULT = ("sync.toHost.pods.enabled", "sync.toHost.pods.rewriteHosts.enabled",
+                   "experimental.syncSettings.setOwner", "controlPlane.coredns.enabled")
+
+
+@VERSION
+@pytest.mark.parametrize("switch", TRUE_BY_DEFAULT)
+def test_a_switch_set_to_null_is_off_as_vcluster_reads_it(version: str, switch: str, tmp_path: Path) -> None:
+    # Helm drops a key a values file sets to null, the chart's default with it (Helm docs, values files, "Deleting
+    # a default key"), so vcluster's config.yaml lacks the key, and vcluster reads it as Go's false (pkg/config/
+    # parse.go ParseConfigBytes: yaml.UnmarshalStrict into its struct, no defaults filled in)
+    values: Obj = {switch.rsplit(".", 1)[1]: None}
+    for key in reversed(switch.split(".")[:-1]):
+        values = {key: values}
+    objs = render(version, SIDECAR, values)
+    parent, key = switch.rsplit(".", 1)
+    assert key not in _at(vcluster_runs_with(objs), parent)
+    own, shared = configmap_files(objs, tmp_path)
+    code, out, err = _cli("validate", "--config", str(own), "--vcluster-config", str(shared))
+    assert code == 0, err  # vcluster's pod sync is off: the syncer can run beside it
+    assert f"{shared}: the syncer can run beside it" in out
+    if switch != "sync.toHost.pods.enabled":  # the others are read by the configuration model: off, as vcluster has it
+        assert _at(load_beside_vcluster(own, shared).raw.model_dump(by_alias=True), switch) is False
+        # and without the null, the chart's default: on
+        own, shared = configmap_files(render(version, SIDECAR), tmp_path)
+        assert _at(load_beside_vcluster(own, shared).raw.model_dump(by_alias=True), switch) is True
+
+
 def test_validate_accepts_the_rendered_pair(tmp_path: Path) -> None:
     own, shared = configmap_files(render(VERSIONS[-1], SIDECAR), tmp_path)
     code, out, err = _cli("validate", "--config", str(own), "--vcluster-config", str(shared))

@@ -39,6 +39,16 @@ async def test_vclusters_pod_sync_is_on_by_default(tmp_path: Path) -> None:
                 "default); set it to false") in err, err
 
 
+async def test_vclusters_pod_sync_set_to_null_is_off(tmp_path: Path) -> None:
+    # a values file's null drops the key, the chart's default with it (Helm docs, values files, "Deleting a
+    # default key"); vcluster reads the missing key as Go's false (pkg/config/parse.go ParseConfigBytes)
+    own = write(tmp_path, "own.yaml", OWN)
+    vc = write(tmp_path, "vc.yaml", "sync:\n  toHost:\n    pods:\n      enabled: null\n")
+    code, out, err = await run_cli("validate", "--config", str(own), "--vcluster-config", str(vc))
+    assert code == 0, err
+    assert f"{vc}: the syncer can run beside it" in out
+
+
 async def test_every_refusal_is_reported_at_once_with_its_file_and_path(tmp_path: Path) -> None:
     own = write(tmp_path, "own.yaml", OWN.replace("{a: b}", "{a: b}\n      typo: 1") + "  toHost:\n    pods:\n"
                 "      runtimeClassName: x\ncontrolPlane: {}\n")

@@ -66,10 +66,16 @@ def _get(doc: Any, dotted: str) -> tuple[bool, Any]:
 
 def _switch(doc: Any, dotted: str, default: bool) -> tuple[bool | None, str | None]:
     """The value of a boolean switch: (value, None), or (None, error) when it is not a boolean.
-    An absent key or a null value is `default` (as vcluster fills defaults in)."""
+
+    An absent key is `default`: Helm fills the chart's default in. A null value is false: Helm drops a key a
+    values file sets to null, chart default included (the Helm docs, "Deleting a default key"), and vcluster
+    reads the key it lacks as Go's zero value (`pkg/config/parse.go` `ParseConfigBytes` unmarshals the rendered
+    config into its struct with nothing filled in)."""
     present, value = _get(doc, dotted)
-    if not present or value is None:
+    if not present:
         return default, None
+    if value is None:
+        return False, None
     if isinstance(value, bool):
         return value, None
     return None, f"invalid {dotted}: must be true or false, not {value!r}"
@@ -104,7 +110,7 @@ def vcluster_conflicts(document: Any) -> list[str]:
     order: pod sync, RuntimeClass sync (switch, selector, patches), then `unsupported_modes`.
 
     `document` is vcluster's configuration (chart values, merged with the chart's defaults or not: an absent
-    `sync.toHost.pods.enabled` is vcluster's default, true).
+    `sync.toHost.pods.enabled` is vcluster's default, true; a null one is off, see `_switch`).
     """
     errors = [*_must_be_off(document, "sync.toHost.pods.enabled", VCLUSTER_POD_SYNC_DEFAULT,
                             "vcluster's own pod sync is on (true is vcluster's default); set it to false: "
