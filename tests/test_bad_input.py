@@ -56,3 +56,25 @@ async def test_malformed_objects_are_skipped_and_named(clusters: Clusters, caplo
     assert not [r for r in caplog.records if r.exc_info], "no loop died with a traceback"
     host_junk = await clusters.host.get(PODS, "host-junk", HOST_NS)
     assert host_junk["metadata"]["annotations"] == ["x"]  # not ours to fix or delete
+
+
+async def test_a_skipped_pod_is_named_once_per_version(clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    # a pod that cannot be translated is reconciled again whenever the class it names changes; its warning is
+    # logged once for each version of the pod, not on every such reconcile
+    caplog.set_level(logging.INFO)
+    inject(clusters.virtual_server, PODS, {"metadata": {"name": "labels-list", "namespace": "default",
+                                                        "labels": ["app"]},
+                                           "spec": {"runtimeClassName": "gvisor",
+                                                    "containers": [{"name": "a", "image": "b"}]}})
+    line = "skipped virtual pod default/labels-list: metadata.labels is not an object"
+    async with running_syncer(clusters, rc_config(DEV)) as syncer:
+        await syncer.wait_idle()
+        assert caplog.messages.count(line) == 1
+        # the class it names appears: the pod is looked at again, and is still skipped
+        await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+        await virtual_rc_names(clusters, lambda n: n == {"gvisor"}, "gvisor synced")
+        await syncer.wait_idle()
+        reconciles = syncer.metrics.registry.get_sample_value("controller_runtime_reconcile_total",
+                                                              {"controller": "pod", "result": "success"})
+    assert reconciles == 2  # the only pod, twice
+    assert caplog.messages.count(line) == 1

@@ -120,6 +120,36 @@ async def test_a_pod_waits_for_its_objects_and_says_so_after_10_seconds(clusters
                                 f'synced to the host as "{h("app-config")}"')
 
 
+async def test_a_pod_created_again_under_its_name_waits_its_own_10_seconds(clusters: Clusters) -> None:
+    # A pod deleted and created again under the same name can reach the syncer as one update with a new uid (a
+    # re-list after a watch outage sees only the new pod). The 10 s are counted for each pod (by uid): the new
+    # pod is not warned about at the old pod's 10 s.
+    await create_app_objects(clusters)
+    await clusters.virtual.delete(CONFIGMAPS, "app-config", "default")
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, app_pod(), "default")
+        await eventually(lambda: syncer.pod_queue.pending().get("default/web") == 10, "web waits")
+        clock.advance(9)
+        storage = clusters.virtual_server.storage
+        old = storage.objects(PODS)[("default", "web")]
+        new = copy.deepcopy(old)
+        new["metadata"]["uid"] = "0b5e2d5c-1a7e-4d8f-9c3b-2f6a7e8d9c01"
+        storage.write(PODS, new, old)  # as the re-list shows it: the same name, another pod
+        uid = new["metadata"]["uid"]
+        await eventually(lambda: (syncer.virtual_pods.full("default/web") or {})["metadata"]["uid"] == uid,
+                         "the new pod in the cache")
+        await syncer.wait_idle()
+        clock.advance(1)  # the old pod's 10 s: it is looked at again (the earlier of the two waits), and waits on
+        await eventually(lambda: syncer.pod_queue.pending().get("default/web") == 9, "the new pod waits 9 s more")
+        await syncer.wait_idle()
+        assert not [e for e in (await clusters.virtual.list(EVENTS, "default"))["items"]
+                    if e["involvedObject"]["name"] == "web"]
+        clock.advance(9)  # the new pod's
+        (event,) = await warnings_for(clusters, "web", what="the new pod's waiting SyncWarning")
+    assert event["involvedObject"]["uid"] == uid
+
+
 async def test_a_pvc_is_waited_for_and_an_ephemeral_volume_is_its_claim(clusters: Clusters) -> None:
     p = pod("db")
     p["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {
