@@ -14,7 +14,7 @@ import pytest
 from kubesim.kubelet import FakeKubelet
 from syncer.kube.resources import PODS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
-from tests.conftest import HOST_NS, Clusters, pod, rc, rc_config, running_syncer
+from tests.conftest import HOST_NS, Clusters, eventually, pod, rc, rc_config, running_syncer
 from tests.kubectl import kubectl
 from tests.test_pod_sync import hname, host_pods, warnings_for
 
@@ -155,3 +155,87 @@ async def test_status_is_copied_when_binding_fails(clusters: Clusters, caplog: p
     assert len(lines) == 1, lines  # reported once, with its real verb and resource
     assert "create pods/binding" in lines[0] and "on the virtual cluster" in lines[0]
     assert "create pods on the virtual cluster" not in caplog.text
+
+
+async def test_a_binding_refused_as_already_bound_is_no_failure(clusters: Clusters,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    # The binding registry answers 409 Conflict when the pod is bound already (someone bound it since the cache
+    # last saw it, e.g. the virtual scheduler): that is the outcome the syncer wanted, not a failure to warn
+    # about and retry with backoff.
+    caplog.set_level(logging.INFO)
+    conflict = clusters.virtual_server.faults.fail(409, verb="create", resource="pods/binding",
+                                                   message='pod web is already assigned to node "node-1"')
+    async with running_syncer(clusters, rc_config(DEV)) as syncer, kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await virtual_pod(clusters, "web", lambda p: running(p) and p["spec"].get("nodeName"), "web Running, bound")
+        await syncer.wait_idle()
+        errors = syncer.metrics.registry.get_sample_value("controller_runtime_reconcile_errors_total",
+                                                          {"controller": "pod"})
+    assert conflict.hits == 1
+    assert errors == 0
+    assert not [m for m in caplog.messages if "could not bind" in m]
+
+
+async def test_a_bound_pod_is_not_bound_again(clusters: Clusters) -> None:
+    # the virtual pod is bound once, to the host pod's node; later reconciles (a label change) write no binding
+    async with running_syncer(clusters, rc_config(DEV)) as syncer, kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await virtual_pod(clusters, "web", lambda p: running(p) and p["spec"].get("nodeName"), "web Running, bound")
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "front"}}}, "default")
+        await host_pods(clusters, lambda o: (o.get(hname("web"), {}).get("metadata", {}).get("labels") or {})
+                        .get("tier") == "front", "the label on the host pod")
+        await syncer.wait_idle()
+    bindings = [p for m, p, _ in clusters.virtual_server.requests if m == "POST" and p.endswith("/binding")]
+    assert bindings == ["/api/v1/namespaces/default/pods/web/binding"]
+
+
+async def test_a_host_pod_replaced_behind_a_stale_cache_is_not_deleted(clusters: Clusters) -> None:
+    # The syncer deletes a host pod with the uid it saw as a precondition (DeleteOptions.preconditions.uid), so a
+    # pod that took the name meanwhile, not the syncer's, is never deleted by mistake. Here the syncer's watch of
+    # host pods is slow to come back, so its cache still holds its own pod when the virtual pod is deleted.
+    async with running_syncer(clusters, rc_config(DEV)) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web synced")
+        await syncer.wait_idle()
+        slow = clusters.host_server.faults.delay(1.0, verb="watch", resource="pods")
+        clusters.host_server.cut_watches()
+        await slow.wait_hits(1)
+        storage = clusters.host_server.storage
+        storage.remove(PODS, storage.objects(PODS)[(HOST_NS, hname("web"))])
+        other_uid = "5f0c7a8e-3b1d-4c2e-9a6f-8d7e6c5b4a32"
+        storage.write(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": hname("web"), "namespace": HOST_NS, "uid": other_uid, "labels": {"app": "someone-else"}},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]}}, None)
+        await clusters.virtual.delete(PODS, "web", "default", grace_period_seconds=0)
+        path = f"/api/v1/namespaces/{HOST_NS}/pods/{hname('web')}"
+        await eventually(lambda: ("DELETE", path) in [(m, p) for m, p, _ in clusters.host_server.requests],
+                         "the syncer's delete of the pod it saw")
+        # the watch back: the syncer's pod is gone (the other pod is not the syncer's to watch: no managed-by label)
+        await eventually(lambda: syncer.host_pods.get(f"{HOST_NS}/{hname('web')}") is None, "the watch back")
+        await syncer.wait_idle()
+        assert (await clusters.host.get(PODS, hname("web"), HOST_NS))["metadata"]["uid"] == other_uid
+
+
+async def test_a_virtual_pod_created_again_behind_a_stale_cache_is_not_deleted(clusters: Clusters) -> None:
+    # The same for the tenant's pods: the virtual pod whose host pod is gone is deleted with its uid as a
+    # precondition, so a pod the tenant created again under the name (the syncer's watch of virtual pods slow to
+    # come back) is not deleted: it is synced once the watch is back.
+    async with running_syncer(clusters, rc_config(DEV)) as syncer, kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await virtual_pod(clusters, "web", lambda p: running(p) and p["spec"].get("nodeName"), "web Running, bound")
+        await syncer.wait_idle()
+        slow = clusters.virtual_server.faults.delay(1.0, verb="watch", resource="pods")
+        clusters.virtual_server.cut_watches()
+        await slow.wait_hits(1)
+        storage = clusters.virtual_server.storage
+        storage.remove(PODS, storage.objects(PODS)[("default", "web")])
+        again = pod("web")
+        again["metadata"].update(namespace="default", uid="9d3c1b7a-6e5f-4a2b-8c9d-0e1f2a3b4c5d")
+        storage.write(PODS, again, None)
+        await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)  # e.g. a node drain
+        path = "/api/v1/namespaces/default/pods/web"
+        await eventually(lambda: ("DELETE", path) in [(m, p) for m, p, _ in clusters.virtual_server.requests],
+                         "the syncer's delete of the virtual pod it saw")
+        hp = await host_pods(clusters, lambda o: hname("web") in o, "the new pod synced once the watch is back")
+    assert hp[hname("web")]["metadata"]["annotations"]["vcluster.loft.sh/object-uid"] == again["metadata"]["uid"]
+    assert (await clusters.virtual.get(PODS, "web", "default"))["metadata"]["uid"] == again["metadata"]["uid"]
