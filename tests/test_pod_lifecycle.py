@@ -239,3 +239,17 @@ async def test_a_virtual_pod_created_again_behind_a_stale_cache_is_not_deleted(c
         hp = await host_pods(clusters, lambda o: hname("web") in o, "the new pod synced once the watch is back")
     assert hp[hname("web")]["metadata"]["annotations"]["vcluster.loft.sh/object-uid"] == again["metadata"]["uid"]
     assert (await clusters.virtual.get(PODS, "web", "default"))["metadata"]["uid"] == again["metadata"]["uid"]
+
+
+async def test_a_status_copy_to_a_pod_gone_meanwhile_is_no_failure(clusters: Clusters) -> None:
+    # a status write answered 404 (the virtual pod was deleted since the cache saw it) has nothing left to do:
+    # it is not an error retried with backoff
+    gone = clusters.virtual_server.faults.fail(404, verb="patch", resource="pods/status")
+    async with running_syncer(clusters, rc_config(DEV)) as syncer, kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await virtual_pod(clusters, "web", running, "web Running (a later status copied)")
+        await syncer.wait_idle()
+        errors = syncer.metrics.registry.get_sample_value("controller_runtime_reconcile_errors_total",
+                                                          {"controller": "pod"})
+    assert gone.hits == 1
+    assert errors == 0

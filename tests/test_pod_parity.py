@@ -194,6 +194,29 @@ async def test_a_host_without_pods_resize_skips_resizes_and_keeps_the_rest_in_sy
     assert caplog.text.count("does not serve pods/resize") == 1
 
 
+async def test_a_resize_of_a_pod_gone_meanwhile_leaves_resizes_on(clusters: Clusters, caplog: Any) -> None:
+    # a 404 on pods/resize of a pod that is gone from the cache is that pod's absence, not a host without the
+    # subresource: the next pod's resize still reaches the host
+    resize = [{"op": "replace", "path": "/spec/containers/0/resources", "value": {"requests": {"cpu": "200m"}}}]
+    async with running_syncer(clusters, rc_config()) as syncer:
+        for name in ("web", "api"):
+            p = pod(name)
+            p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+            await clusters.virtual.create(PODS, p, "default")
+        await host_pods(clusters, lambda o: hname("web") in o and hname("api") in o, "both on the host")
+        slow = clusters.host_server.faults.delay(0.5, verb="patch", resource="pods/resize")
+        await clusters.virtual.patch(PODS, "web", resize, "default", patch_type="json", subresource="resize")
+        await slow.wait_hits(1)
+        await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)  # the resize then gets 404
+        await eventually(lambda: syncer.host_pods.get(f"{HOST_NS}/{hname('web')}") is None, "the cache without it")
+        # an unbound pod whose host pod went is created on the host again: its resize is over by then
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host again")
+        await clusters.virtual.patch(PODS, "api", resize, "default", patch_type="json", subresource="resize")
+        await eventually(lambda: host(clusters, "api")["spec"]["containers"][0]["resources"]
+                         == {"requests": {"cpu": "200m"}}, "api resized on the host")
+    assert "does not serve pods/resize" not in caplog.text
+
+
 async def test_the_whole_host_status_reaches_the_virtual_pod(clusters: Clusters) -> None:
     # vcluster's DesiredVirtualStatus copies the host status whole but qosClass: the generation the host kubelet
     # observed, and the node a host scheduler nominated for a preempting pod (Kubernetes 1.34 keeps
