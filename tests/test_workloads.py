@@ -283,16 +283,21 @@ async def test_without_the_dns_service_a_pod_waits_for_it(clusters: Clusters) ->
     clock = FakeClock()
     async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
         await clusters.virtual.create(PODS, pod("web"), "default")
+        # ClusterFirstWithHostNet is the cluster's DNS too (Kubernetes pkg/kubelet/network/dns: a pod on the host
+        # network gets it only with this policy)
+        await clusters.virtual.create(PODS, pod("agent", dnsPolicy="ClusterFirstWithHostNet"), "default")
         await clusters.virtual.create(PODS, pod("hostdns", dnsPolicy="Default"), "default")
         await host_pods(clusters, lambda o: hname("hostdns") in o, "a pod with dnsPolicy Default does not wait")
-        await eventually(lambda: "default/web" in syncer.pod_queue.pending(), "web waits")
+        await eventually(lambda: {"default/web", "default/agent"} <= set(syncer.pod_queue.pending()), "both wait")
         clock.advance(10)  # behaviour.md 3.1: the SyncWarning after 10 s of waiting
-        (event,) = await warnings_for(clusters, "web", what="the waiting SyncWarning")
-        assert event["message"] == ('did not sync pod "web" to host yet: waiting for the DNS service '
-                                    f'"kube-system/kube-dns" to be synced to the host as "kube-dns-x-kube-system-x-'
-                                    f'{VCLUSTER}"')
+        for name in ("web", "agent"):
+            (event,) = await warnings_for(clusters, name, what="the waiting SyncWarning")
+            assert event["message"] == (f'did not sync pod "{name}" to host yet: waiting for the DNS service '
+                                        '"kube-system/kube-dns" to be synced to the host as "kube-dns-x-kube-system-x-'
+                                        f'{VCLUSTER}"')
         await create_vcluster_host_objects(clusters.host, HOST_NS, VCLUSTER)
-        await host_pods(clusters, lambda o: hname("web") in o, "web synced once the DNS service exists")
+        await host_pods(clusters, lambda o: hname("web") in o and hname("agent") in o,
+                        "both synced once the DNS service exists")
 
 
 COREDNS = {  # vcluster's own CoreDNS pod, as its Deployment creates it in the virtual cluster
