@@ -300,6 +300,21 @@ async def test_without_the_dns_service_a_pod_waits_for_it(clusters: Clusters) ->
                         "both synced once the DNS service exists")
 
 
+async def test_a_headless_dns_service_gives_no_nameserver(clusters: Clusters) -> None:
+    # a Service whose spec.clusterIP is "None" (headless) has no address to name: the host pod keeps its policy
+    # rather than a nameserver "None", which the host refuses (validatePodDNSConfig: nameservers are IP addresses)
+    dns = f"kube-dns-x-kube-system-x-{VCLUSTER}"
+    copy_of = await clusters.host.get(SERVICES, dns, HOST_NS)
+    await clusters.host.delete(SERVICES, dns, HOST_NS)
+    await clusters.host.create(SERVICES, {"metadata": {k: copy_of["metadata"][k] for k in ("name", "labels",
+                                                                                        "annotations")},
+                                          "spec": {"clusterIP": "None", "ports": copy_of["spec"]["ports"]}}, HOST_NS)
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        hp = (await host_pods(clusters, lambda o: hname("web") in o, "web synced"))[hname("web")]
+    assert hp["spec"]["dnsPolicy"] == "ClusterFirst" and "dnsConfig" not in hp["spec"]
+
+
 COREDNS = {  # vcluster's own CoreDNS pod, as its Deployment creates it in the virtual cluster
     "metadata": {"name": "coredns-5b6bc8d9f8-q7x2m",
                  "labels": {"k8s-app": "kube-dns", "pod-template-hash": "5b6bc8d9f8"},
