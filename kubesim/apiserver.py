@@ -44,6 +44,7 @@ from syncer.kube.clock import now_rfc3339
 from syncer.kube.resources import (
     ALL_RESOURCES,
     CONFIGMAPS,
+    LEASES,
     NAMESPACES,
     PODS,
     PRIORITYCLASSES,
@@ -60,6 +61,10 @@ log = logging.getLogger(__name__)
 _USER = web.RequestKey("user", str)  # the authenticated user of a request
 _INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+# The resources whose registry strategy answers false to AllowUnconditionalUpdate, so that an update (PUT) must
+# name the resourceVersion it replaces (kubernetes pkg/registry/node/runtimeclass/strategy.go and
+# pkg/registry/coordination/lease/strategy.go; the others served here allow it and take the stored version)
+_CONDITIONAL_UPDATE_ONLY = (RUNTIMECLASSES, LEASES)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -699,6 +704,10 @@ class EmbeddedAPIServer:
                        sub: str | None) -> web.Response:
         body = self._decodable(res, self._check_type(res, await self._body(request)))
         old = self._get(res, ns, name)
+        if res in _CONDITIONAL_UPDATE_ONLY and not body["metadata"].get("resourceVersion"):
+            # apiserver pkg/registry/generic/registry/store.go Update: the uint64 0 as %#v, the plural as the kind
+            raise invalid(res, name, [fielderrors.invalid("metadata.resourceVersion", fielderrors.GoSyntax("0x0"),
+                                                          "must be specified for an update")], by_resource=True)
         return _json_response(self._update_obj(res, old, body, sub))
 
     def _update_obj(self, res: APIResource, old: Obj, body: Obj, sub: str | None) -> Obj:

@@ -42,9 +42,19 @@ _TYPES = {
 _NO_VALUE = ("Required", "Forbidden", "TooLong")  # types whose body never shows the value
 
 
+@dataclass(frozen=True)
+class GoSyntax:
+    """A value shown as Go's `%#v` shows it, for the types `field.Error.ErrorBody` prints that way (an unsigned
+    integer such as a `uint64` resourceVersion of 0 is `0x0`)."""
+
+    text: str
+
+
 def go_value(value: Any) -> str:
     """A value as `field.Error.ErrorBody` prints it: strings quoted (`%q`), numbers and booleans plain,
-    nil as `null`, string slices as `[]string{"a", "b"}`."""
+    nil as `null`, string slices as `[]string{"a", "b"}`, a `GoSyntax` as its text."""
+    if isinstance(value, GoSyntax):
+        return value.text
     if value is None:
         return "null"
     if isinstance(value, bool):

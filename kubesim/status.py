@@ -67,18 +67,20 @@ def conflict(res: APIResource, name: str, why: str) -> StatusError:
                        _details(res, name))
 
 
-def invalid(res: APIResource | None, name: str, errors: list[FieldError]) -> StatusError:
+def invalid(res: APIResource | None, name: str, errors: list[FieldError], *, by_resource: bool = False) -> StatusError:
     """422 Invalid as `errors.NewInvalid` makes it: `<Kind>[.<group>] "<name>" is invalid: <error>`, or
     `[<error>, <error>]` for several (repeats dropped, as `ErrorList.ToAggregate`), with one
     `StatusCause` (type, field, message) per error. `res` None is the kind-less form the patch handler
-    uses for a patch that does not decode."""
+    uses for a patch that does not decode. `by_resource`: the resource's plural in the kind's place, as the
+    generic registry's `Store.Update` names it (`runtimeclasses.node.k8s.io`)."""
     unique = list(dict.fromkeys(str(e) for e in errors))
     text = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
-    kind = "" if res is None else f"{res.kind}.{res.group}" if res.group else res.kind
+    kind_name = "" if res is None else res.plural if by_resource else res.kind
+    kind = f"{kind_name}.{res.group}" if res is not None and res.group else kind_name
     details: dict[str, Any] = {"name": name, "causes": [
         {"reason": e.cause_type, "message": e.body(), "field": e.field} for e in errors]}
     if res is not None:
-        details["kind"] = res.kind
+        details["kind"] = kind_name
         if res.group:
             details["group"] = res.group
     return StatusError(422, f'{kind} "{name}" is invalid: {text}', "Invalid", details)

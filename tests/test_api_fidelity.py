@@ -207,6 +207,27 @@ async def test_runtime_class_validation(clusters: Clusters) -> None:
                                 "immutable"
 
 
+async def test_a_runtime_class_update_must_name_its_resource_version(clusters: Clusters) -> None:
+    # RuntimeClass's registry strategy does not AllowUnconditionalUpdate (kubernetes pkg/registry/node/
+    # runtimeclass/strategy.go), so the generic Store.Update refuses a PUT without a resourceVersion, naming the
+    # plural as the kind and the uint64 0 as %#v; a ConfigMap's strategy allows it (the stored version is taken)
+    stored = await clusters.host.create(RUNTIMECLASSES, rc("x", "runsc"))
+    update = copy.deepcopy(stored)
+    del update["metadata"]["resourceVersion"]
+    update["metadata"]["labels"] = {"tier": "1"}
+    with pytest.raises(ApiError) as err:
+        await clusters.host.replace(RUNTIMECLASSES, update)
+    assert (err.value.status, err.value.message) == (
+        422, 'runtimeclasses.node.k8s.io "x" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be '
+             "specified for an update")
+    update["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+    assert (await clusters.host.replace(RUNTIMECLASSES, update))["metadata"]["labels"] == {"tier": "1"}
+    cm = await clusters.host.create(CONFIGMAPS, {"metadata": {"name": "c"}, "data": {"a": "1"}}, NS)
+    del cm["metadata"]["resourceVersion"]
+    cm["data"] = {"a": "2"}
+    assert (await clusters.host.replace(CONFIGMAPS, cm, NS))["data"] == {"a": "2"}
+
+
 async def test_non_string_annotation_values_are_refused(clusters: Clusters) -> None:
     bad = rc("x")
     bad["metadata"]["annotations"] = {"a": {}}

@@ -65,11 +65,17 @@ async def test_cut_watches_resume_without_relist(clusters: Clusters) -> None:
         await clusters.host.create(RUNTIMECLASSES, rc("b"))
         await seen.until(("add", "b"))
         assert inf.lists == 1
+        # a second cut resumes after the last event seen, not from the list: nothing is delivered twice
+        clusters.host_server.storage.close_watches()
+        await clusters.host.create(RUNTIMECLASSES, rc("c"))
+        await seen.until(("add", "c"))
+        assert seen == [("add", "a"), ("add", "b"), ("add", "c")] and inf.lists == 1
 
 
 async def test_expired_history_relists_and_reports_only_differences(clusters: Clusters) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("a"))
     await clusters.host.create(RUNTIMECLASSES, rc("gone"))
+    await clusters.host.create(RUNTIMECLASSES, rc("changed"))
     async with informer(clusters) as (inf, seen):
         seen.clear()
         clusters.host_server.storage.expire_history()
@@ -77,9 +83,11 @@ async def test_expired_history_relists_and_reports_only_differences(clusters: Cl
         clusters.host_server.faults.delay(0.2, verb="watch", resource="runtimeclasses")  # changes land meanwhile
         await clusters.host.delete(RUNTIMECLASSES, "gone")
         await clusters.host.create(RUNTIMECLASSES, rc("new"))
+        await clusters.host.patch(RUNTIMECLASSES, "changed", {"metadata": {"labels": {"v": "2"}}})
         clusters.host_server.storage.expire_history()
-        await seen.until(("add", "new"), ("delete", "gone"))
+        await seen.until(("add", "new"), ("delete", "gone"), ("update", "changed"))
         assert inf.lists == 2 and inf.store.get("gone") is None
+        assert (inf.store.full("changed") or {})["metadata"]["labels"] == {"v": "2"}
         assert ("add", "a") not in seen and ("update", "a") not in seen  # unchanged: no event
 
 

@@ -100,6 +100,22 @@ async def test_virtual_object_is_in_scope_on_update(clusters: Clusters) -> None:
     assert objs["gvisor"]["metadata"]["annotations"]["seen"] == "update:gvisor"
 
 
+async def test_a_created_copy_is_patched_again_with_itself_in_scope(clusters: Clusters) -> None:
+    # at create time context.virtualObject is null; the copy is then looked at again with itself in scope, so
+    # it settles on what the patches give for an existing object, with no change on the host
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+    doc = with_patches({"path": 'metadata.annotations["seen"]',
+                        "expression": "context.virtualObject === null ? 'create' : 'update'"})
+    patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None
+    try:
+        async with running_syncer(clusters, doc, patcher=patcher):
+            await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o and o["gvisor"]["metadata"][
+                "annotations"].get("seen") == "update", what="the copy patched with itself in scope", timeout=10)
+    finally:
+        await patcher.close()
+
+
 async def test_no_write_loop_after_a_patch(clusters: Clusters) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
     doc = with_patches({"path": "handler", "expression": '"tenant-" + value'},

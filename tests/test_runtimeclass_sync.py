@@ -10,7 +10,7 @@ import pytest
 from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.resources import RUNTIMECLASSES
 from syncer.kube.wait import wait_for
-from tests.conftest import Clusters, rc, rc_config, running_syncer, virtual_rc_names
+from tests.conftest import Clusters, eventually, rc, rc_config, running_syncer, virtual_rc_names
 
 DEV = {"matchLabels": {"environment": "development"}}
 
@@ -201,3 +201,33 @@ async def test_changes_the_cache_never_saw_are_caught_after_a_relist(clusters: C
         clusters.virtual_server.faults.clear()
         await virtual_rc_names(clusters, lambda n: "gvisor" in n, "restored after the re-list")
         assert next(i for i in syncer.informers if i.name == "virtual/runtimeclasses.node.k8s.io").lists > lists
+
+
+async def test_a_class_replaced_behind_a_stale_cache_is_not_deleted(clusters: Clusters) -> None:
+    # The syncer deletes a virtual class with the uid it saw as a precondition, so a class that took the name
+    # meanwhile and is another controller's (vcluster.loft.sh/controlled-by) is not deleted by mistake. Here the
+    # syncer's watch of virtual classes is slow to come back, so its cache still holds its own copy.
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+    async with running_syncer(clusters, rc_config(DEV)) as syncer:
+        await virtual_rc_names(clusters, lambda n: n == {"gvisor"}, "gvisor synced")
+        await syncer.wait_idle()
+        slow = clusters.virtual_server.faults.delay(1.0, verb="watch", resource="runtimeclasses",
+                                                    agent=DEFAULT_USER_AGENT)
+        clusters.virtual_server.cut_watches()
+        await asyncio.wait_for(slow.wait_hits(1), 10)
+        storage = clusters.virtual_server.storage
+        storage.remove(RUNTIMECLASSES, storage.objects(RUNTIMECLASSES)[("", "gvisor")])
+        other = rc("gvisor", labels={"vcluster.loft.sh/controlled-by": "other"})
+        other["metadata"]["uid"] = "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+        storage.write(RUNTIMECLASSES, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", **other}, None)
+        await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"environment": "prod"}}})
+        delete = ("DELETE", "/apis/node.k8s.io/v1/runtimeclasses/gvisor")
+        await eventually(lambda: delete in [(m, p) for m, p, _ in clusters.virtual_server.requests],
+                         "the syncer's delete of the copy it saw (refused: another uid)")
+        uid = other["metadata"]["uid"]
+        await eventually(lambda: ((syncer.virtual_rcs.full("gvisor") or {}).get("metadata") or {}).get("uid") == uid,
+                         "the watch back, with the other class")
+        await syncer.wait_idle()
+        kept = await clusters.virtual.get(RUNTIMECLASSES, "gvisor")
+    assert kept["metadata"]["uid"] == other["metadata"]["uid"]
+
