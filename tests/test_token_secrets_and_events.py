@@ -1,0 +1,100 @@
+"""The token Secret of a pod (sync.toHost.pods.useSecretsForSATokens) across retries and races, and Events that
+outlive their API object, over real HTTP: what survives a failed try, what is owned, what is deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from syncer.kube.resources import EVENTS, PODS, SECRETS
+from tests.conftest import HOST_NS, Clusters, eventually, pod, rc_config, running_syncer
+from tests.test_pod_sync import hname, host_pods, warnings_for
+
+Obj = dict[str, Any]
+STATE = "runtimeclass-syncer.io/token-renewal"
+SECRET = "web-sa-token-x-default-x-test"  # translate.host_pod_name("web-sa-token", "default", "test")
+
+
+def secret_mode() -> Obj:
+    doc = rc_config()
+    doc["sync"]["toHost"] = {"pods": {"useSecretsForSATokens": True}}
+    return doc
+
+
+def foreign_secret(uid: str) -> Obj:
+    """A Secret that holds the token Secret's name but is not the syncer's: no managed-by label or object
+    annotations (e.g. a platform team's own)."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": {"k": "dmFsdWU="},
+            "metadata": {"name": SECRET, "namespace": HOST_NS, "uid": uid, "labels": {"team": "platform"}}}
+
+
+async def test_a_pod_create_retried_uses_the_token_secret_of_the_earlier_try(clusters: Clusters) -> None:
+    # the first try writes the Secret, then the host pod's create fails; the retry finds the Secret there and
+    # writes its tokens into it rather than failing on AlreadyExists
+    failed = clusters.host_server.faults.fail(500, verb="create", resource="pods")
+    async with running_syncer(clusters, secret_mode()):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        hp = (await host_pods(clusters, lambda o: hname("web") in o, "web on the host after a retry"))[hname("web")]
+        secret = await clusters.host.get(SECRETS, SECRET, HOST_NS)
+    assert failed.hits == 1
+    assert json.loads(hp["metadata"]["annotations"][STATE])["secret"] == SECRET
+    assert [o["uid"] for o in secret["metadata"].get("ownerReferences") or []] == [hp["metadata"]["uid"]]
+
+
+async def test_a_secret_that_took_the_name_meanwhile_is_not_made_the_pods(clusters: Clusters) -> None:
+    # Between the token Secret's write and the host pod's create, another Secret takes the name. The pod does not
+    # become its owner (the owner reference is patched only with `test` operations that hold on the syncer's own
+    # Secret), so the garbage collector will not delete it with the pod.
+    slow = clusters.host_server.faults.delay(1.0, verb="create", resource="pods")
+    async with running_syncer(clusters, secret_mode()) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await asyncio.wait_for(slow.wait_hits(1), 10)
+        storage = clusters.host_server.storage
+        storage.remove(SECRETS, storage.objects(SECRETS)[(HOST_NS, SECRET)])
+        storage.write(SECRETS, foreign_secret("3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a98"), None)
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        patch = ("PATCH", f"/api/v1/namespaces/{HOST_NS}/secrets/{SECRET}")
+        await eventually(lambda: patch in [(m, p) for m, p, _ in clusters.host_server.requests],
+                         "the owner reference attempted")
+        await syncer.wait_idle()  # its answer taken in
+        kept = await clusters.host.get(SECRETS, SECRET, HOST_NS)
+    assert "ownerReferences" not in kept["metadata"] and kept["metadata"]["labels"] == {"team": "platform"}
+
+
+async def test_a_secret_that_took_the_name_before_the_delete_is_left(clusters: Clusters) -> None:
+    # A pod whose host pod was never created goes: its token Secret is deleted, with the uid read just before as a
+    # precondition, so a Secret that took the name in between is left in place.
+    refused = clusters.host_server.faults.fail(500, verb="create", resource="pods", times=10_000)
+    async with running_syncer(clusters, secret_mode()) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        secrets = syncer.pod_reconciler.tokens.host_secrets
+        assert secrets is not None
+        await eventually(lambda: secrets.get(f"{HOST_NS}/{SECRET}") is not None, "the token Secret in the cache")
+        await asyncio.wait_for(refused.wait_hits(1), 10)
+        slow = clusters.host_server.faults.delay(1.0, verb="delete", resource="secrets")
+        await clusters.virtual.delete(PODS, "web", "default", grace_period_seconds=0)
+        await asyncio.wait_for(slow.wait_hits(1), 10)
+        storage = clusters.host_server.storage
+        storage.remove(SECRETS, storage.objects(SECRETS)[(HOST_NS, SECRET)])
+        other = "5e4d3c2b-1a09-4f8e-8d7c-6b5a4e3d2c1b"
+        storage.write(SECRETS, foreign_secret(other), None)
+        await syncer.wait_idle()  # the delayed delete answered
+        kept = await clusters.host.get(SECRETS, SECRET, HOST_NS)
+    assert kept["metadata"]["uid"] == other
+
+
+async def test_a_warning_whose_event_expired_is_recorded_again(clusters: Clusters) -> None:
+    # Events expire (kube-apiserver --event-ttl, 1 h by default); the same warning later is a new Event, not a
+    # failed count of the old one
+    async with running_syncer(clusters, rc_config({"matchLabels": {"environment": "development"}})) as syncer:
+        await clusters.virtual.create(PODS, pod("wasm", "wasm"), "default")
+        (first,) = await warnings_for(clusters, "wasm")
+        await clusters.virtual.delete(EVENTS, first["metadata"]["name"], "default")  # as the TTL does
+        await clusters.virtual.patch(PODS, "wasm", {"metadata": {"labels": {"v": "2"}}}, "default")
+        (again,) = await warnings_for(clusters, "wasm", what="the warning recorded again")
+        await syncer.wait_idle()
+        errors = syncer.metrics.registry.get_sample_value("controller_runtime_reconcile_errors_total",
+                                                          {"controller": "pod"})
+    assert again["message"] == first["message"] and again["count"] == 1
+    assert errors == 0
