@@ -4,7 +4,11 @@ per key and a success resets the backoff (client-go's workqueue: `Forget` after 
 from __future__ import annotations
 
 import asyncio
+import logging
 
+import pytest
+
+from syncer.kube.client import ApiError
 from syncer.kube.clock import FakeClock
 from syncer.kube.controller import Controller
 from syncer.kube.workqueue import RateLimiter, WorkQueue
@@ -68,3 +72,31 @@ async def test_requeue_after_is_a_delay_not_a_failure() -> None:
     finally:
         stop.set()
         await task
+
+
+async def test_a_routine_failure_is_info_until_it_persists(caplog: pytest.LogCaptureFixture) -> None:
+    # a conflict or a server briefly away is retried quietly (info); from the fifth retry in a row it is something
+    # to act on (warning)
+    caplog.set_level(logging.INFO, logger="syncer.kube.controller")
+    clock = FakeClock()
+    queue = WorkQueue("t", RateLimiter(base=1.0, cap=100.0, qps=1000, burst=1000, clock=clock), clock=clock)
+
+    async def reconcile(key: str) -> float | None:
+        raise ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request",
+                       cluster="host", verb="create", resource="pods")
+
+    controller = Controller("t", queue, reconcile, Metrics(), workers=1)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        queue.add("k")
+        for retry in range(1, 5):
+            await eventually(lambda r=retry: len(caplog.records) == r, f"failure {retry} logged")
+            clock.advance(queue.pending()["k"])
+        await eventually(lambda: len(caplog.records) == 5, "failure 5 logged")
+    finally:
+        stop.set()
+        await task
+    levels = [r.levelno for r in caplog.records]
+    assert levels == [logging.INFO] * 4 + [logging.WARNING], [r.getMessage() for r in caplog.records]
+    assert caplog.records[-1].getMessage().endswith("(retry 5)")

@@ -98,3 +98,18 @@ async def test_a_warning_whose_event_expired_is_recorded_again(clusters: Cluster
                                                           {"controller": "pod"})
     assert again["message"] == first["message"] and again["count"] == 1
     assert errors == 0
+
+
+async def test_a_pod_created_again_gets_its_own_warning(clusters: Clusters) -> None:
+    # `kubectl describe pod` shows the events whose involvedObject.uid is the pod's: a pod created again under the
+    # name gets a warning Event of its own, not a count on the old pod's
+    async with running_syncer(clusters, rc_config({"matchLabels": {"environment": "development"}})):
+        await clusters.virtual.create(PODS, pod("wasm", "wasm"), "default")
+        (first,) = await warnings_for(clusters, "wasm")
+        await clusters.virtual.delete(PODS, "wasm", "default", grace_period_seconds=0)
+        again = await clusters.virtual.create(PODS, pod("wasm", "wasm"), "default")
+        uid = again["metadata"]["uid"]
+        events = await warnings_for(clusters, "wasm", lambda evs: any(e["involvedObject"]["uid"] == uid for e in evs),
+                                    "the new pod's own warning")
+    (own,) = [e for e in events if e["involvedObject"]["uid"] == uid]
+    assert own["count"] == 1 and own["message"] == first["message"]
