@@ -33,8 +33,8 @@ class SyncRun:
 
 
 async def one(n: int, who: str, config: Path = harness.CONFIG) -> SyncRun:
-    """Run one initial sync of size n by `who` ("syncer" or "floor") against fresh servers (the syncer with
-    `config`)."""
+    """Run one initial sync of size n by `who` ("syncer", "floor", or "floor-informers": the reference of
+    bench/floor_informers.py) against fresh servers (the syncer with `config`)."""
     classes = sum(1 for i in range(n) if matches(i))
     refusals = sum(1 for i in range(n) if refused(i, n))
     with tempfile.TemporaryDirectory() as tmp:
@@ -42,7 +42,9 @@ async def one(n: int, who: str, config: Path = harness.CONFIG) -> SyncRun:
                 f"{s.host}/api/v1/namespaces/{HOST_NAMESPACE}/pods", f"{s.virtual}/api/v1/events",
                 f"{s.virtual}/apis/node.k8s.io/v1/runtimeclasses") as (hpods, events, vrcs):
             server_cpu = harness.cpu_seconds(s.proc.pid)
-            proc = harness.start_syncer(s, config=config) if who == "syncer" else harness.start_floor(s)
+            proc = (harness.start_syncer(s, config=config) if who == "syncer"
+                    else harness.start_floor(s, "bench.floor_informers") if who == "floor-informers"
+                    else harness.start_floor(s))
             try:
                 cpu = 0.0
 

@@ -61,9 +61,11 @@ async def measure(quick: bool) -> tuple[list[Figure], dict[str, Any]]:
     figures: list[Figure] = []
     for n in sizes:
         # syncer and floor alternate, so that a slow spell of the (shared) machine hits both alike
-        measured: dict[str, list[initial_sync.SyncRun]] = {"syncer": [], "floor": []}
+        # at the largest N of a full run also the informer reference (bench/floor_informers.py), for comparison
+        whos = ("syncer", "floor", "floor-informers") if n == sizes[-1] and not quick else ("syncer", "floor")
+        measured: dict[str, list[initial_sync.SyncRun]] = {who: [] for who in whos}
         for _ in range(rounds):
-            for who in ("syncer", "floor"):
+            for who in whos:
                 measured[who].append(await initial_sync.one(n, who))
         runs = {who: _median_run(r) for who, r in measured.items()}
         raw["initial_sync"][n] = {who: asdict(r) for who, r in runs.items()}
@@ -74,6 +76,13 @@ async def measure(quick: bool) -> tuple[list[Figure], dict[str, Any]]:
                               f"{s.cpu:.2f} s", f"{f.cpu:.2f} s", 1.5))
         figures.append(Figure(f"sync_requests_{n}", f"initial sync N={n}: API requests per pod",
                               s.request_total / n, "", f"{s.request_total}", f"{f.request_total}"))
+        if "floor-informers" in runs:
+            r = runs["floor-informers"]
+            reference = "the informer reference (bench/floor_informers.py, no target)"
+            figures.append(Figure(f"sync_wall_{n}_informers", f"initial sync N={n}: wall time ratio to {reference}",
+                                  s.wall / r.wall, "x", f"{s.wall:.2f} s", f"{r.wall:.2f} s"))
+            figures.append(Figure(f"sync_cpu_{n}_informers", f"initial sync N={n}: CPU ratio to {reference}",
+                                  s.cpu / r.cpu, "x", f"{s.cpu:.2f} s", f"{r.cpu:.2f} s"))
         print(f"initial sync N={n}: syncer {s}, floor {f}", file=sys.stderr, flush=True)
     if len(sizes) > 2:
         small, mid, big = (raw["initial_sync"][n]["syncer"] for n in sizes)
