@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim.vcluster import host_name as host_pod_name
-from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
+from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer, virtual_rc_names
 
@@ -206,6 +206,24 @@ async def test_host_pod_of_another_owner_is_left_alone(clusters: Clusters) -> No
         after = await clusters.host.get(PODS, hname("web"), HOST_NS)
     assert event["reason"] == "SyncError" and "is not managed by vcluster" in event["message"]
     assert after["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_a_host_name_collision_names_the_pod_that_holds_the_name(clusters: Clusters) -> None:
+    # vcluster's host names collide (`<name>-x-<namespace>-x-<vcluster>`, loft-sh/vcluster
+    # pkg/util/translate/single_namespace.go): b-x-default/a and default/a-x-b are both a-x-b-x-default-x-test.
+    # The second pod is not synced and its event says which virtual pod's copy holds the name.
+    await clusters.virtual.create(NAMESPACES, {"metadata": {"name": "b-x-default"}})
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("a", namespace="b-x-default"), "b-x-default")
+        first = await host_pods(clusters, lambda o: "a-x-b-x-default-x-test" in o, "b-x-default/a synced")
+        await clusters.virtual.create(PODS, pod("a-x-b"), "default")
+        (event,) = await warnings_for(clusters, "a-x-b")
+        after = await clusters.host.get(PODS, "a-x-b-x-default-x-test", HOST_NS)
+    assert event["reason"] == "SyncError"
+    assert event["message"] == ('did not sync pod "a-x-b" to host because a pod named "a-x-b-x-default-x-test" '
+                                f'already exists in host namespace "{HOST_NS}": it is the host pod of virtual pod '
+                                '"b-x-default/a" (their host names collide)')
+    assert after["metadata"]["resourceVersion"] == first["a-x-b-x-default-x-test"]["metadata"]["resourceVersion"]
 
 
 async def test_host_rejection_becomes_a_sync_error_event(clusters: Clusters) -> None:

@@ -131,12 +131,24 @@ Action = (Skip | Forget | DeleteHost | LeaveOrphan | RefuseStale | FinishVirtual
 
 def owns(host: Obj, vcluster_name: str, namespace: str, name: str) -> bool:
     """True when host pod `host` was synced by vcluster `vcluster_name` from virtual pod `namespace/name`."""
+    return synced_from(host, vcluster_name) == f"{namespace}/{name}"
+
+
+def synced_from(host: Obj, vcluster_name: str) -> str | None:
+    """`namespace/name` of the virtual pod host pod `host` was synced from by vcluster `vcluster_name`, or None
+    when this vcluster did not sync it (the labels and annotations vcluster's `translate.HostMetadata` writes:
+    `vcluster.loft.sh/managed-by`, `vcluster.loft.sh/object-namespace` and `vcluster.loft.sh/object-name`).
+    A host name is `<name>-x-<namespace>-x-<vcluster>`, so two virtual pods can share one (`b-x-c/a` and
+    `c/a-x-b`); this names the one that holds it."""
     meta = host.get("metadata") or {}
     labels, ann = meta.get("labels"), meta.get("annotations")
     if not isinstance(labels, Mapping) or not isinstance(ann, Mapping):
-        return False
-    return (labels.get(translate.MANAGED_BY) == vcluster_name
-            and ann.get(translate.OBJECT_NAMESPACE) == namespace and ann.get(translate.OBJECT_NAME) == name)
+        return None
+    namespace, name = ann.get(translate.OBJECT_NAMESPACE), ann.get(translate.OBJECT_NAME)
+    if labels.get(translate.MANAGED_BY) != vcluster_name or not isinstance(namespace, str) \
+            or not isinstance(name, str) or not namespace or not name:
+        return None
+    return f"{namespace}/{name}"
 
 
 def synced_class(host: Obj) -> str:
