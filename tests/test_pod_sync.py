@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim.vcluster import host_name as host_pod_name
+from syncer.kube.clock import FakeClock
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
 from syncer.kube.wait import wait_for
-from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer, virtual_rc_names
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc, rc_config, running_syncer, virtual_rc_names
 
 Obj = dict[str, Any]
 DEV = {"matchLabels": {"environment": "development"}}
@@ -196,16 +197,38 @@ async def test_long_names_are_hashed_like_vcluster(clusters: Clusters) -> None:
     assert host_name.startswith(f"{name}-x-default-x-test"[:52] + "-")
 
 
-async def test_host_pod_of_another_owner_is_left_alone(clusters: Clusters) -> None:
+def _creates_of(c: Clusters, host_name: str) -> int:
+    """How many pod creates the syncer sent to the host that reached `host_name`'s name (POSTs to the pods
+    collection; the servers keep no body, so each counts)."""
+    return sum(1 for m, p, agent in c.host_server.requests
+               if m == "POST" and p == f"/api/v1/namespaces/{HOST_NS}/pods" and agent.startswith("runtimeclass-syncer"))
+
+
+async def test_host_pod_of_another_owner_is_left_alone_and_the_pod_syncs_once_it_is_gone(clusters: Clusters) -> None:
     squatter = pod(hname("web"), namespace=HOST_NS)
     squatter["metadata"]["labels"] = {"owner": "someone-else"}
     created = await clusters.host.create(PODS, squatter, HOST_NS)
-    async with running_syncer(clusters, rc_config(DEV)):
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(DEV), clock=clock):
         await clusters.virtual.create(PODS, pod("web"), "default")
         (event,) = await warnings_for(clusters, "web")
         after = await clusters.host.get(PODS, hname("web"), HOST_NS)
-    assert event["reason"] == "SyncError" and "is not managed by vcluster" in event["message"]
-    assert after["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+        assert event["message"] == (f'did not sync pod "web" to host because a pod named "{hname("web")}" already '
+                                    f'exists in host namespace "{HOST_NS}" and is not managed by vcluster "{VCLUSTER}"')
+        assert event["reason"] == "SyncError"
+        assert after["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+        # the syncer cannot watch a pod that is not its own: it looks again after 30 s (a recheck that finds
+        # the name still taken says nothing new), and once the other pod is gone the virtual pod is synced
+        tries = _creates_of(clusters, hname("web"))
+        clock.advance(30)
+        await eventually(lambda: _creates_of(clusters, hname("web")) > tries, "the recheck's create")
+        (again,) = await warnings_for(clusters, "web")
+        assert again.get("count", 1) == 1
+        await clusters.host.delete(PODS, hname("web"), HOST_NS)
+        clock.advance(30)
+        synced = await host_pods(clusters, lambda o: o.get(hname("web"), {}).get("metadata", {}).get(
+            "labels", {}).get("vcluster.loft.sh/managed-by") == VCLUSTER, "web synced once the name is free")
+    assert synced[hname("web")]["metadata"]["annotations"]["vcluster.loft.sh/object-name"] == "web"
 
 
 async def test_a_host_name_collision_names_the_pod_that_holds_the_name(clusters: Clusters) -> None:
@@ -224,6 +247,22 @@ async def test_a_host_name_collision_names_the_pod_that_holds_the_name(clusters:
                                 f'already exists in host namespace "{HOST_NS}": it is the host pod of virtual pod '
                                 '"b-x-default/a" (their host names collide)')
     assert after["metadata"]["resourceVersion"] == first["a-x-b-x-default-x-test"]["metadata"]["resourceVersion"]
+
+
+async def test_a_pod_kept_out_by_a_collision_syncs_once_the_other_pod_is_deleted(clusters: Clusters) -> None:
+    await clusters.virtual.create(NAMESPACES, {"metadata": {"name": "b-x-default"}})
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(DEV), clock=clock):
+        await clusters.virtual.create(PODS, pod("a", namespace="b-x-default"), "b-x-default")
+        await host_pods(clusters, lambda o: "a-x-b-x-default-x-test" in o, "b-x-default/a synced")
+        await clusters.virtual.create(PODS, pod("a-x-b"), "default")
+        await warnings_for(clusters, "a-x-b")
+        await clusters.virtual.delete(PODS, "a", "b-x-default")
+        await host_pods(clusters, lambda o: "a-x-b-x-default-x-test" not in o, "b-x-default/a's host pod deleted")
+        clock.advance(30)
+        synced = await host_pods(clusters, lambda o: "a-x-b-x-default-x-test" in o, "default/a-x-b synced")
+    ann = synced["a-x-b-x-default-x-test"]["metadata"]["annotations"]
+    assert (ann["vcluster.loft.sh/object-namespace"], ann["vcluster.loft.sh/object-name"]) == ("default", "a-x-b")
 
 
 async def test_host_rejection_becomes_a_sync_error_event(clusters: Clusters) -> None:

@@ -148,7 +148,8 @@ def _pod_changed(old: Cached, new: Cached) -> bool:
 
 @dataclass
 class _Waiting:
-    """A virtual pod (of this uid) waiting since `since` (monotonic seconds) for host objects."""
+    """A virtual pod (of this uid) waiting since `since` (monotonic seconds) for host objects (`missing`; none
+    when another pod holds its host name), and the SyncWarning or SyncError last recorded for it."""
 
     uid: str
     since: float
@@ -241,7 +242,7 @@ class PodReconciler:
         self._created: dict[str, tuple[str, str]] = {}
         self.own_writes = OwnWrites()  # the host pods this process created, by key and resourceVersion
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
-        self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects, by key
+        self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects or a taken host name, by key
         self._unserved: set[str] = set()  # pod subresources the host API server answered 404 for
 
     # ------------------------------------------------------------------ what wakes a pod (the watches)
@@ -433,20 +434,21 @@ class PodReconciler:
         missing = self._missing(vpod, deps)
         if missing:
             return await self._wait(vpod, missing)
-        self._waiting.pop(object_key(vpod), None)
         secret = await self.tokens.apply(vpod, desired)
         created = await self._create_host(vpod, desired, resolution.runtime_class)
-        if secret is not None and created is not None:
+        if created is None:  # another pod holds the host name: look again, it may go (vcluster retries with backoff)
+            return WAIT_RECHECK
+        self._waiting.pop(object_key(vpod), None)
+        if secret is not None:
             await self.tokens.own(vpod, created)
-        if created is not None:
-            await self._warn_translated(vpod, desired, created)
-        if created is not None and default:
+        await self._warn_translated(vpod, desired, created)
+        if default:
             self.metrics.pods_defaulted.labels(default).inc()
             await self.recorder.record(PODS, vpod, "Normal", policy.DEFAULTED_REASON,
                                        policy.defaulted_message(vpod["metadata"]["name"], default), ACTION)
         # What the reconcile of the created pod's echo would return (it is not enqueued, see own_writes): the
         # pair is as created, so only the first token renewal is due, after RENEW_AFTER of the lifetime.
-        return await self.tokens.renew_if_due(vpod, created) if created is not None else None
+        return await self.tokens.renew_if_due(vpod, created)
 
     async def _warn_translated(self, vpod: Obj, desired: Obj, created: Obj) -> None:
         """Once per host pod created, a `SyncWarning` on the virtual pod for what of it the host pod does not have:
@@ -768,7 +770,8 @@ class PodReconciler:
         await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
 
     async def _create_host(self, vpod: Obj, desired: Obj, rc_name: str) -> Obj | None:
-        """Create the host pod; returns it as created, or None when another pod holds its name."""
+        """Create the host pod; returns it as created, or None when another pod holds its name: then a SyncError
+        says whose (once per message while the pod is kept out; the caller looks again after WAIT_RECHECK)."""
         hname = desired["metadata"]["name"]
         try:
             created = await self._write(vpod, lambda: self.host.create(PODS, desired, self.host_namespace))
@@ -784,8 +787,15 @@ class PodReconciler:
                      f': it is the host pod of virtual pod "{holder}" (their host names collide)')
             msg = (f'did not sync pod "{meta["name"]}" to host because a pod named "{hname}" already exists in '
                    f'host namespace "{self.host_namespace}"{"" if holder else " "}{whose}')
-            log.warning("%s", msg)
-            await self.recorder.record(PODS, vpod, "Warning", "SyncError", msg, ACTION)
+            key, uid = object_key(vpod), meta.get("uid", "")
+            w = self._waiting.get(key)
+            if w is None or w.uid != uid:
+                w = self._waiting[key] = _Waiting(uid, self.clock.now())
+            w.missing = set()  # what wakes it is the recheck: the other pod need not be one this syncer watches
+            if w.warned != msg:
+                w.warned = msg
+                log.warning("%s", msg)
+                await self.recorder.record(PODS, vpod, "Warning", "SyncError", msg, ACTION)
             return None
         self.metrics.pods_synced.labels(rc_name).inc()
         self._created[object_key(vpod)] = (_rv(vpod), _rv(created))
