@@ -783,10 +783,10 @@ class PodReconciler:
             if self.owns(existing, meta["namespace"], meta["name"]):
                 raise  # ours, the cache is behind: retry once the watch catches up
             holder = podplan.synced_from(existing, self.vcluster_name)
-            whose = (f'and is not managed by vcluster "{self.vcluster_name}"' if holder is None else
-                     f': it is the host pod of virtual pod "{holder}" (their host names collide)')
             msg = (f'did not sync pod "{meta["name"]}" to host because a pod named "{hname}" already exists in '
-                   f'host namespace "{self.host_namespace}"{"" if holder else " "}{whose}')
+                   f'host namespace "{self.host_namespace}"' + (
+                       f' and is not managed by vcluster "{self.vcluster_name}"' if holder is None else
+                       f': it is the host pod of virtual pod "{holder}" (their host names collide)'))
             key, uid = object_key(vpod), meta.get("uid", "")
             w = self._waiting.get(key)
             if w is None or w.uid != uid:
