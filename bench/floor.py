@@ -28,7 +28,7 @@ RC_PATH = "/apis/node.k8s.io/v1/runtimeclasses"
 JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
-async def _pool(workers: int, items: list[Obj], work: Callable[[Obj], Awaitable[None]]) -> None:
+async def _pool(workers: int, items: list[Obj], work: Callable[[Obj], Awaitable[object]]) -> None:
     queue: asyncio.Queue[Obj] = asyncio.Queue()
     for item in items:
         queue.put_nowait(item)
@@ -109,41 +109,55 @@ async def _get(session: aiohttp.ClientSession, url: str) -> Obj:
         return data
 
 
+def writers(session: aiohttp.ClientSession, host: str, virtual: str, matching: dict[str, Obj]) -> tuple[
+        Callable[[Obj], Awaitable[None]], Callable[[Obj], Awaitable[Obj | None]]]:
+    """The floor's two writes: (write_class(host class): its virtual copy, write_pod(virtual pod): the pod's
+    SyncWarning Event when its class is not in `matching` (by name), else its TokenRequest and host pod, which
+    it returns as created)."""
+
+    async def write_class(rc: Obj) -> None:
+        meta = rc["metadata"]
+        await _post(session, virtual + RC_PATH, {
+            "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "handler": rc["handler"],
+            "metadata": {"name": meta["name"], "labels": meta.get("labels") or {},
+                         "annotations": meta.get("annotations") or {}},
+            **{k: rc[k] for k in ("overhead", "scheduling") if k in rc}})
+
+    async def write_pod(pod: Obj) -> Obj | None:
+        meta, spec = pod["metadata"], pod["spec"]
+        if spec.get("runtimeClassName") not in matching:
+            await _post(session, f"{virtual}/api/v1/namespaces/{meta['namespace']}/events", {
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": f"{meta['name']}.floor", "namespace": meta["namespace"]},
+                "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": meta["namespace"],
+                                   "name": meta["name"], "uid": meta["uid"]},
+                "reason": "SyncWarning", "type": "Warning", "count": 1, "source": {"component": "pod-syncer"},
+                "message": f'did not sync pod "{meta["name"]}" to host because its runtime class is refused'})
+            return None
+        review = await _post(session, f"{virtual}/api/v1/namespaces/{meta['namespace']}/serviceaccounts/"
+                                      f"{spec.get('serviceAccountName', 'default')}/token", {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
+                "audiences": ["https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",
+                              "https://kubernetes.default"], "expirationSeconds": 3600,
+                "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}}})
+        return await _post(session, f"{host}/api/v1/namespaces/{HOST_NAMESPACE}/pods",
+                           host_pod(pod, review["status"]["token"]))
+
+    return write_class, write_pod
+
+
+def matching_classes(classes: list[Obj]) -> dict[str, Obj]:
+    """The host classes the benchmark's selector matches, by name."""
+    return {rc["metadata"]["name"]: rc for rc in classes
+            if (rc["metadata"].get("labels") or {}).get(SELECTOR_LABEL[0]) == SELECTOR_LABEL[1]}
+
+
 async def run(host: str, virtual: str) -> None:
     """Do the floor's API work against the two servers (base URLs)."""
     async with aiohttp.ClientSession() as session:
         classes, pods = await asyncio.gather(_get(session, host + RC_PATH), _get(session, virtual + "/api/v1/pods"))
-        matching = {rc["metadata"]["name"]: rc for rc in classes["items"]
-                    if (rc["metadata"].get("labels") or {}).get(SELECTOR_LABEL[0]) == SELECTOR_LABEL[1]}
-
-        async def write_class(rc: Obj) -> None:
-            meta = rc["metadata"]
-            await _post(session, virtual + RC_PATH, {
-                "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "handler": rc["handler"],
-                "metadata": {"name": meta["name"], "labels": meta.get("labels") or {},
-                             "annotations": meta.get("annotations") or {}},
-                **{k: rc[k] for k in ("overhead", "scheduling") if k in rc}})
-
-        async def write_pod(pod: Obj) -> None:
-            meta, spec = pod["metadata"], pod["spec"]
-            if spec.get("runtimeClassName") not in matching:
-                await _post(session, f"{virtual}/api/v1/namespaces/{meta['namespace']}/events", {
-                    "apiVersion": "v1", "kind": "Event",
-                    "metadata": {"name": f"{meta['name']}.floor", "namespace": meta["namespace"]},
-                    "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": meta["namespace"],
-                                       "name": meta["name"], "uid": meta["uid"]},
-                    "reason": "SyncWarning", "type": "Warning", "count": 1, "source": {"component": "pod-syncer"},
-                    "message": f'did not sync pod "{meta["name"]}" to host because its runtime class is refused'})
-                return
-            review = await _post(session, f"{virtual}/api/v1/namespaces/{meta['namespace']}/serviceaccounts/"
-                                          f"{spec.get('serviceAccountName', 'default')}/token", {
-                "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
-                    "audiences": ["https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",
-                                  "https://kubernetes.default"], "expirationSeconds": 3600,
-                    "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}}})
-            await _post(session, f"{host}/api/v1/namespaces/{HOST_NAMESPACE}/pods",
-                        host_pod(pod, review["status"]["token"]))
-
+        matching = matching_classes(classes["items"])
+        write_class, write_pod = writers(session, host, virtual, matching)
         await asyncio.gather(_pool(2, list(matching.values()), write_class), _pool(4, pods["items"], write_pod))
 
 

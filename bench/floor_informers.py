@@ -24,7 +24,7 @@ import aiohttp
 import orjson
 
 from bench import floor
-from bench.names import HOST_NAMESPACE, SELECTOR_LABEL
+from bench.names import HOST_NAMESPACE
 
 Obj = dict[str, Any]
 WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_read=None)
@@ -76,41 +76,17 @@ async def run(host: str, virtual: str) -> None:
         informers = [host_rcs, vpods, hpods, vrcs]
         tasks = [asyncio.create_task(i.run()) for i in informers]
         await asyncio.gather(*(i.listed.wait() for i in informers))
-        matching = {rc["metadata"]["name"]: rc for rc in host_rcs.objects.values()
-                    if (rc["metadata"].get("labels") or {}).get(SELECTOR_LABEL[0]) == SELECTOR_LABEL[1]}
+        matching = floor.matching_classes(list(host_rcs.objects.values()))
+        write_class, write_pod = floor.writers(session, host, virtual, matching)
         written_pods: set[str] = set()
 
-        async def write_class(rc: Obj) -> None:
-            meta = rc["metadata"]
-            await floor._post(session, virtual + floor.RC_PATH, {
-                "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "handler": rc["handler"],
-                "metadata": {"name": meta["name"], "labels": meta.get("labels") or {},
-                             "annotations": meta.get("annotations") or {}},
-                **{k: rc[k] for k in ("overhead", "scheduling") if k in rc}})
-
-        async def write_pod(pod: Obj) -> None:
-            meta, spec = pod["metadata"], pod["spec"]
-            if spec.get("runtimeClassName") not in matching:
-                await floor._post(session, f"{virtual}/api/v1/namespaces/{meta['namespace']}/events", {
-                    "apiVersion": "v1", "kind": "Event",
-                    "metadata": {"name": f"{meta['name']}.floor", "namespace": meta["namespace"]},
-                    "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": meta["namespace"],
-                                       "name": meta["name"], "uid": meta["uid"]},
-                    "reason": "SyncWarning", "type": "Warning", "count": 1, "source": {"component": "pod-syncer"},
-                    "message": f'did not sync pod "{meta["name"]}" to host because its runtime class is refused'})
-                return
-            review = await floor._post(session, f"{virtual}/api/v1/namespaces/{meta['namespace']}/serviceaccounts/"
-                                                f"{spec.get('serviceAccountName', 'default')}/token", {
-                "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
-                    "audiences": ["https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",
-                                  "https://kubernetes.default"], "expirationSeconds": 3600,
-                    "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}}})
-            created = await floor._post(session, f"{host}/api/v1/namespaces/{HOST_NAMESPACE}/pods",
-                                        floor.host_pod(pod, review["status"]["token"]))
-            written_pods.add(Informer.key(created))
+        async def write(pod: Obj) -> None:
+            created = await write_pod(pod)
+            if created is not None:
+                written_pods.add(Informer.key(created))
 
         await asyncio.gather(floor._pool(2, list(matching.values()), write_class),
-                             floor._pool(4, list(vpods.objects.values()), write_pod))
+                             floor._pool(4, list(vpods.objects.values()), write))
         await asyncio.gather(hpods.holds(written_pods), vrcs.holds({f"/{name}" for name in matching}))
         for task in tasks:
             task.cancel()
