@@ -122,9 +122,9 @@ def test_the_echo_of_an_own_create_enqueues_nothing_and_every_other_event_does()
     queue = RecordingQueue()
     w = Watch(Source("host", PODS), own_key, None, True, None, "owns", own)
     handlers = _handlers(None, queue, w)  # type: ignore[arg-type]  # the informer is read only on a re-list
-    own.created(_obj("a", "10"))
-    own.created(_obj("b", "11"))
-    own.created(_obj("c", "12"))
+    own.created(_obj("a", "10"), "ns/a")
+    own.created(_obj("b", "11"), "ns/b")
+    own.created(_obj("c", "12"), "ns/c")
     handlers.on_add(_obj("a", "10"))  # the echo of the create: nothing to reconcile
     assert queue.keys == []
     handlers.on_add(_obj("a", "10"))  # a recorded create is used once
@@ -138,6 +138,14 @@ def test_the_echo_of_an_own_create_enqueues_nothing_and_every_other_event_does()
     handlers.on_add(_obj("c", "12"))
     assert queue.keys[-1] == "ns/c"
     assert len(OwnWrites()) == 0
+    own.created(_obj("e", "20"), "ns/e")
+    own.reconciling("ns/e")  # another reconcile of the key before the echo: it may have decided without it
+    handlers.on_add(_obj("e", "20"))
+    assert queue.keys[-1] == "ns/e" and len(own) == 0
+    own.created(_obj("f", "21"), "ns/f")
+    own.reconciling("ns/other")  # a reconcile of another key changes nothing
+    handlers.on_add(_obj("f", "21"))
+    assert queue.keys[-1] == "ns/e" and len(own) == 0
     plain = _handlers(None, queue, Watch(Source("host", PODS), own_key, None, True, None, "owns"))  # type: ignore[arg-type]
     plain.on_add(_obj("d", "1"))  # a watch without own writes enqueues every add
     assert queue.keys[-1] == "ns/d"

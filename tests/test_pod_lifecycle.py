@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kubesim.kubelet import FakeKubelet
+from syncer.kube.client import DEFAULT_USER_AGENT
+from syncer.kube.clock import FakeClock
 from syncer.kube.resources import PODS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, Clusters, eventually, pod, rc, rc_config, running_syncer
@@ -214,6 +216,29 @@ async def test_a_host_pod_replaced_behind_a_stale_cache_is_not_deleted(clusters:
         await eventually(lambda: syncer.host_pods.get(f"{HOST_NS}/{hname('web')}") is None, "the watch back")
         await syncer.wait_idle()
         assert (await clusters.host.get(PODS, hname("web"), HOST_NS))["metadata"]["uid"] == other_uid
+
+
+async def test_a_host_pod_made_while_its_watch_is_down_goes_when_its_virtual_pod_went_meanwhile(
+        clusters: Clusters) -> None:
+    # Found by the soak (seed 20261125): the echo of the syncer's own create of a host pod is not reconciled. When
+    # the virtual pod is deleted before the echo arrives, the reconcile of that deletion sees no host pod in a cache
+    # that has not caught up, and does nothing; the echo must then be reconciled, or the host pod runs on without
+    # its virtual pod. The host watch is held down on the injected clock (its retry waits for it).
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
+        down = clusters.host_server.faults.fail(500, verb="watch", resource="pods", agent=DEFAULT_USER_AGENT)
+        clusters.host_server.cut_watches()
+        await eventually(lambda: down.times == 0, "the host pod watch down, its retry waiting")
+        await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
+        await eventually(lambda: (HOST_NS, hname("web")) in clusters.host_server.storage.objects(PODS),
+                         "the host pod created (its echo not seen yet)")
+        await clusters.virtual.delete(PODS, "web", "default", grace_period_seconds=0)
+        await eventually(lambda: syncer.virtual_pods.get("default/web") is None, "the virtual pod's deletion seen")
+        await syncer.wait_idle()
+        assert syncer.host_pods.get(f"{HOST_NS}/{hname('web')}") is None  # the deletion's reconcile saw no host pod
+        clock.advance(60)  # the watch back: the host pod's ADDED event
+        await host_pods(clusters, lambda o: hname("web") not in o, "the host pod deleted once its watch event arrived")
 
 
 async def test_a_virtual_pod_created_again_behind_a_stale_cache_is_not_deleted(clusters: Clusters) -> None:

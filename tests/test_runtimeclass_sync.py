@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from syncer.kube.client import DEFAULT_USER_AGENT
+from syncer.kube.clock import FakeClock
 from syncer.kube.resources import RUNTIMECLASSES
 from syncer.kube.wait import wait_for
 from tests.conftest import Clusters, eventually, rc, rc_config, running_syncer, virtual_rc_names
@@ -231,3 +232,25 @@ async def test_a_class_replaced_behind_a_stale_cache_is_not_deleted(clusters: Cl
         kept = await clusters.virtual.get(RUNTIMECLASSES, "gvisor")
     assert kept["metadata"]["uid"] == other["metadata"]["uid"]
 
+
+
+async def test_a_copy_made_while_its_watch_is_down_goes_when_its_host_class_went_meanwhile(clusters: Clusters) -> None:
+    # Found by the soak (seed 20261126): the syncer does not reconcile the watch event that only reports its own
+    # create (the echo). But when the host class is deleted before the echo arrives, the reconcile of that deletion
+    # sees no copy in a cache that has not caught up, and does nothing; the echo must then be reconciled, or the
+    # copy stays forever. The virtual watch is held down on the injected clock (its retry waits for it).
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
+        down = clusters.virtual_server.faults.fail(500, verb="watch", resource="runtimeclasses",
+                                                  agent=DEFAULT_USER_AGENT)
+        clusters.virtual_server.cut_watches()
+        await eventually(lambda: down.times == 0, "the virtual class watch down, its retry waiting")
+        await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+        await eventually(lambda: ("", "gvisor") in clusters.virtual_server.storage.objects(RUNTIMECLASSES),
+                         "the copy created (its echo not seen yet)")
+        await clusters.host.delete(RUNTIMECLASSES, "gvisor")
+        await eventually(lambda: syncer.host_rcs.get("gvisor") is None, "the host class's deletion seen")
+        await syncer.wait_idle()
+        assert syncer.virtual_rcs.get("gvisor") is None  # the reconcile of the deletion found no copy to delete
+        clock.advance(60)  # the watch back: the copy's ADDED event
+        await virtual_rc_names(clusters, lambda n: n == set(), "the copy deleted once its watch event arrived")

@@ -337,6 +337,7 @@ class PodReconciler:
         if namespace is None:
             log.warning("pod key %r has no namespace; ignored", key)
             return None
+        self.own_writes.reconciling(key)  # this reconcile may decide before the echo of an earlier create
         created = self._created.pop(key, None)
         raw = self.virtual_pods.full(key)
         vpod = trust.tenant_pod(raw) if raw is not None else None  # the trust boundary: all below reads only this
@@ -799,7 +800,7 @@ class PodReconciler:
             return None
         self.metrics.pods_synced.labels(rc_name).inc()
         self._created[object_key(vpod)] = (_rv(vpod), _rv(created))
-        self.own_writes.created(created)  # its watch event (the echo) wakes nobody: _create returns the requeue
+        self.own_writes.created(created, object_key(vpod))  # its echo wakes nobody: _create returns the requeue
         log.info("created host pod %s/%s from virtual pod %s/%s (%s)", self.host_namespace, hname,
                  vpod["metadata"]["namespace"], vpod["metadata"]["name"],
                  f'runtime class "{rc_name}" allowed' if rc_name else "no runtime class")

@@ -102,6 +102,7 @@ class RuntimeClassReconciler:
 
     async def reconcile(self, name: str) -> float | None:
         """Bring virtual RuntimeClass `name` to the desired state. Raises ApiError to be retried."""
+        self.own_writes.reconciling(name)  # this reconcile may decide before the echo of an earlier create
         created = self._created.pop(name, None)
         if created is not None and self.patcher is None and created == (_rv(self.host_rcs.get(name)),
                                                                         _rv(self.virtual_rcs.get(name))):
@@ -136,7 +137,7 @@ class RuntimeClassReconciler:
         if actual is None:
             log.info("create virtual runtime class %s: host runtime class %s matches the selector", name, name)
             stored = await self._create(desired)
-            self.own_writes.created(stored)
+            self.own_writes.created(stored, name)
             if host is not None:
                 self._created[name] = (_rv(host), _rv(stored))
             return None
@@ -146,7 +147,7 @@ class RuntimeClassReconciler:
             log.info("re-create virtual runtime class %s: handler changed from %r to %r (the field is immutable)",
                      name, actual.get("handler"), desired.get("handler"))
             await self._delete(actual)
-            self.own_writes.created(await self._create(desired))
+            self.own_writes.created(await self._create(desired), name)
             return None
         log.info("update virtual runtime class %s: host runtime class %s changed", name, name)
         update = dict(desired)

@@ -63,25 +63,50 @@ class OwnWrites:
     what the reconcile would have: its requeue). Every other event goes through: an update, a deletion, an add
     with another resourceVersion (someone else's object of that name), and everything a re-list enqueues. Each
     recorded create is used once; a deletion forgets it (client-go's controller "expectations" record creates
-    the same way, to the same end of not acting on a cache that has not caught up)."""
+    the same way, to the same end of not acting on a cache that has not caught up).
+
+    That holds only while the reconcile that created the object is the last one of its key. Another reconcile
+    of the key before the echo (its virtual pod or host class deleted meanwhile) decides on a cache without the
+    created object, and may do nothing where the object is now wrong; so a reconcile that starts
+    (`reconciling`) forgets the creates of earlier reconciles of its key, and their echoes are reconciled."""
 
     def __init__(self) -> None:
-        self._rv: dict[str, str] = {}
+        self._rv: dict[str, tuple[str, str]] = {}  # created object's key -> (its resourceVersion, reconcile key)
+        self._created: dict[str, str] = {}  # reconcile key -> the key of the object its reconcile created
 
-    def created(self, obj: Mapping[str, Any]) -> None:
-        """Record a create: `obj` as the API server returned it (its key and resourceVersion)."""
+    def created(self, obj: Mapping[str, Any], key: str) -> None:
+        """Record a create by the reconcile of `key`: `obj` as the API server returned it (its key and
+        resourceVersion)."""
         rv = resource_version(obj)
         if rv:
-            self._rv[object_key(obj)] = rv
+            written = object_key(obj)
+            self._rv[written] = (rv, key)
+            self._created[key] = written
+
+    def reconciling(self, key: str) -> None:
+        """A reconcile of `key` starts: forget what earlier reconciles of `key` created (their echoes are
+        reconciled: this reconcile may decide before they arrive)."""
+        written = self._created.pop(key, None)
+        if written is not None:
+            self._rv.pop(written, None)
 
     def is_echo(self, obj: Cached) -> bool:
         """Whether added object `obj` is the echo of a recorded create (which is then forgotten)."""
-        rv = self._rv.pop(object_key(obj), None)
-        return rv is not None and rv == resource_version(obj)
+        recorded = self._pop(object_key(obj))
+        return recorded is not None and recorded == resource_version(obj)
 
     def forget(self, obj: Cached) -> None:
         """Forget a recorded create of `obj`'s key (it was deleted)."""
-        self._rv.pop(object_key(obj), None)
+        self._pop(object_key(obj))
+
+    def _pop(self, written: str) -> str | None:
+        entry = self._rv.pop(written, None)
+        if entry is None:
+            return None
+        rv, key = entry
+        if self._created.get(key) == written:
+            del self._created[key]
+        return rv
 
     def __len__(self) -> int:
         return len(self._rv)
