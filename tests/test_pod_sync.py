@@ -197,9 +197,9 @@ async def test_long_names_are_hashed_like_vcluster(clusters: Clusters) -> None:
     assert host_name.startswith(f"{name}-x-default-x-test"[:52] + "-")
 
 
-def _creates_of(c: Clusters, host_name: str) -> int:
-    """How many pod creates the syncer sent to the host that reached `host_name`'s name (POSTs to the pods
-    collection; the servers keep no body, so each counts)."""
+def _pod_creates(c: Clusters) -> int:
+    """How many pod creates the syncer sent to the host namespace (POSTs to its pods collection: the test
+    server records no bodies, so a test that counts them syncs one pod)."""
     return sum(1 for m, p, agent in c.host_server.requests
                if m == "POST" and p == f"/api/v1/namespaces/{HOST_NS}/pods" and agent.startswith("runtimeclass-syncer"))
 
@@ -209,7 +209,7 @@ async def test_host_pod_of_another_owner_is_left_alone_and_the_pod_syncs_once_it
     squatter["metadata"]["labels"] = {"owner": "someone-else"}
     created = await clusters.host.create(PODS, squatter, HOST_NS)
     clock = FakeClock()
-    async with running_syncer(clusters, rc_config(DEV), clock=clock):
+    async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
         await clusters.virtual.create(PODS, pod("web"), "default")
         (event,) = await warnings_for(clusters, "web")
         after = await clusters.host.get(PODS, hname("web"), HOST_NS)
@@ -219,9 +219,10 @@ async def test_host_pod_of_another_owner_is_left_alone_and_the_pod_syncs_once_it
         assert after["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
         # the syncer cannot watch a pod that is not its own: it looks again after 30 s (a recheck that finds
         # the name still taken says nothing new), and once the other pod is gone the virtual pod is synced
-        tries = _creates_of(clusters, hname("web"))
+        tries = _pod_creates(clusters)
         clock.advance(30)
-        await eventually(lambda: _creates_of(clusters, hname("web")) > tries, "the recheck's create")
+        await eventually(lambda: _pod_creates(clusters) > tries, "the recheck's create")
+        await syncer.wait_idle()  # the recheck's reconcile done
         (again,) = await warnings_for(clusters, "web")
         assert again.get("count", 1) == 1
         await clusters.host.delete(PODS, hname("web"), HOST_NS)
