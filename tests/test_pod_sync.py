@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim.vcluster import host_name as host_pod_name
+from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
 from syncer.kube.wait import wait_for
@@ -230,6 +231,19 @@ async def test_host_pod_of_another_owner_is_left_alone_and_the_pod_syncs_once_it
         synced = await host_pods(clusters, lambda o: o.get(hname("web"), {}).get("metadata", {}).get(
             "labels", {}).get("vcluster.loft.sh/managed-by") == VCLUSTER, "web synced once the name is free")
     assert synced[hname("web")]["metadata"]["annotations"]["vcluster.loft.sh/object-name"] == "web"
+
+
+async def test_a_taken_name_is_reported_though_the_first_write_of_its_event_fails(clusters: Clusters) -> None:
+    # found by the soak (seed 20261310): the SyncError was marked as recorded before its write, and a failed
+    # write (here one HTTP 500) was never tried again
+    squatter = pod(hname("web"), namespace=HOST_NS)
+    await clusters.host.create(PODS, squatter, HOST_NS)
+    failed = clusters.virtual_server.faults.fail(500, verb="create", resource="events", agent=DEFAULT_USER_AGENT)
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await eventually(lambda: failed.times == 0, "the event's first write refused")
+        (event,) = await warnings_for(clusters, "web", what="the SyncError written on the retry")
+    assert event["reason"] == "SyncError" and event["message"].endswith(f'is not managed by vcluster "{VCLUSTER}"')
 
 
 async def test_a_host_name_collision_names_the_pod_that_holds_the_name(clusters: Clusters) -> None:

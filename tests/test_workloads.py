@@ -14,7 +14,7 @@ import pytest
 from kubesim.tokens import whoami
 from kubesim.validation import validate_pod
 from kubesim.vcluster_standin import create_vcluster_host_objects
-from syncer.kube.client import ApiError
+from syncer.kube.client import DEFAULT_USER_AGENT, ApiError
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import CONFIGMAPS, EVENTS, PODS, PVCS, SECRETS, SERVICEACCOUNTS, SERVICES
 from syncer.kube.wait import wait_for
@@ -298,6 +298,23 @@ async def test_without_the_dns_service_a_pod_waits_for_it(clusters: Clusters) ->
         await create_vcluster_host_objects(clusters.host, HOST_NS, VCLUSTER)
         await host_pods(clusters, lambda o: hname("web") in o and hname("agent") in o,
                         "both synced once the DNS service exists")
+
+
+async def test_the_waiting_warning_is_written_though_its_first_write_fails(clusters: Clusters) -> None:
+    # the SyncWarning was marked as recorded before its write, and a failed write (here one HTTP 500) was never
+    # tried again: the reconcile's retry found it marked
+    await clusters.host.delete(SERVICES, f"kube-dns-x-kube-system-x-{VCLUSTER}", HOST_NS)
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await eventually(lambda: "default/web" in syncer.pod_queue.pending(), "web waits")
+        failed = clusters.virtual_server.faults.fail(500, verb="create", resource="events", agent=DEFAULT_USER_AGENT)
+        clock.advance(10)  # the SyncWarning is due; its write is refused once
+        await eventually(lambda: failed.times == 0, "the warning's first write refused")
+        await syncer.wait_idle()  # that reconcile failed; its retry waits for its backoff
+        clock.advance(60)
+        (event,) = await warnings_for(clusters, "web", what="the waiting SyncWarning, written on the retry")
+    assert event["message"].startswith('did not sync pod "web" to host yet: waiting for the DNS service')
 
 
 async def test_a_headless_dns_service_gives_no_nameserver(clusters: Clusters) -> None:

@@ -143,6 +143,18 @@ LISTED = (
     Mutation("a virtual class's echo left unreconciled after a reconcile that decided without it",
              "syncer/controllers/runtimeclasses.py", "        self.own_writes.reconciling(name)  #", "        pass  #",
              ("tests/test_runtimeclass_sync.py", "-k", "watch_is_down")),
+    Mutation("a taken host name's SyncError marked as written before its write", "syncer/controllers/pods.py",
+             "                await self.recorder.record(PODS, vpod, \"Warning\", \"SyncError\", msg, ACTION)\n"
+             "                w.warned = msg",
+             "                w.warned = msg\n"
+             "                await self.recorder.record(PODS, vpod, \"Warning\", \"SyncError\", msg, ACTION)",
+             ("tests/test_pod_sync.py", "-k", "first_write")),
+    Mutation("a waiting pod's SyncWarning marked as written before its write", "syncer/controllers/pods.py",
+             "            await self.recorder.record(PODS, vpod, \"Warning\", \"SyncWarning\", message, ACTION)\n"
+             "            w.warned = message",
+             "            w.warned = message\n"
+             "            await self.recorder.record(PODS, vpod, \"Warning\", \"SyncWarning\", message, ACTION)",
+             ("tests/test_workloads.py", "-k", "first_write")),
     Mutation("a taken host name's SyncError recorded again at every recheck", "syncer/controllers/pods.py",
              "            if w.warned != msg:", "            if True:",
              ("tests/test_pod_sync.py", "-k", "left_alone")),

@@ -554,11 +554,11 @@ class PodReconciler:
             return WAIT_WARNING - waited
         message = f'did not sync pod "{meta["name"]}" to host yet: ' + (
             conflicts[0] if conflicts else f"waiting for {_waiting_for(d)}")
-        if w.warned != message:
-            w.warned = message
+        if w.warned != message:  # marked once recorded: a failed write is retried with the reconcile
             if conflicts:  # a host object another virtual object's copy: for the platform team too, once
                 log.warning("pod %s: %s", key, message)
             await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
+            w.warned = message
         return WAIT_RECHECK
 
     async def _orphaned(self, vpod: Obj, hpod: Obj, refusal: Refusal) -> None:
@@ -793,10 +793,10 @@ class PodReconciler:
             if w is None or w.uid != uid:
                 w = self._waiting[key] = _Waiting(uid, self.clock.now())
             w.missing = set()  # what wakes it is the recheck: the other pod need not be one this syncer watches
-            if w.warned != msg:
-                w.warned = msg
+            if w.warned != msg:  # marked once recorded: a failed write is retried with the reconcile
                 log.warning("%s", msg)
                 await self.recorder.record(PODS, vpod, "Warning", "SyncError", msg, ACTION)
+                w.warned = msg
             return None
         self.metrics.pods_synced.labels(rc_name).inc()
         self._created[object_key(vpod)] = (_rv(vpod), _rv(created))
