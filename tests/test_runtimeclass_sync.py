@@ -233,7 +233,6 @@ async def test_a_class_replaced_behind_a_stale_cache_is_not_deleted(clusters: Cl
     assert kept["metadata"]["uid"] == other["metadata"]["uid"]
 
 
-
 async def test_a_copy_made_while_its_watch_is_down_goes_when_its_host_class_went_meanwhile(clusters: Clusters) -> None:
     # Found by the soak (seed 20261126): the syncer does not reconcile the watch event that only reports its own
     # create (the echo). But when the host class is deleted before the echo arrives, the reconcile of that deletion
