@@ -246,6 +246,25 @@ async def test_a_taken_name_is_reported_though_the_first_write_of_its_event_fail
     assert event["reason"] == "SyncError" and event["message"].endswith(f'is not managed by vcluster "{VCLUSTER}"')
 
 
+async def test_an_event_of_a_created_host_pod_is_written_though_its_first_write_fails(clusters: Clusters) -> None:
+    # the SyncWarning vcluster writes for an affinity term with namespaces and a namespaceSelector
+    # (translatePodAffinityTerm; its words in translator_test.go TestPodAffinityTermsTranslation) comes after the
+    # host pod's create: a refused write (one HTTP 500) is written by the retry, which finds the pod created
+    words = ("Inter-pod affinity rule(s) that use both .namespaces and .namespaceSelector fields in the same term are "
+             "not supported by vcluster yet. The .namespaceSelector fields of the unsupported affinity entries will "
+             "be ignored.")
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname",
+            "namespaces": ["data"], "namespaceSelector": {"matchLabels": {"team": "data"}}}
+    failed = clusters.virtual_server.faults.fail(500, verb="create", resource="events", agent=DEFAULT_USER_AGENT)
+    async with running_syncer(clusters, rc_config(DEV)):
+        await clusters.virtual.create(PODS, pod("web", affinity={"podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await eventually(lambda: failed.times == 0, "the warning's first write refused")
+        (event,) = await warnings_for(clusters, "web", what="the SyncWarning, written on the retry")
+    assert (event["reason"], event["message"]) == ("SyncWarning", words)
+
+
 async def test_a_host_name_collision_names_the_pod_that_holds_the_name(clusters: Clusters) -> None:
     # vcluster's host names collide (`<name>-x-<namespace>-x-<vcluster>`, loft-sh/vcluster
     # pkg/util/translate/single_namespace.go): b-x-default/a and default/a-x-b are both a-x-b-x-default-x-test.

@@ -155,6 +155,9 @@ LISTED = (
              "            w.warned = message\n"
              "            await self.recorder.record(PODS, vpod, \"Warning\", \"SyncWarning\", message, ACTION)",
              ("tests/test_workloads.py", "-k", "first_write")),
+    Mutation("the events of a created host pod lost when their write is refused", "syncer/controllers/pods.py",
+             "            await self._record_all(vpod, unrecorded[1])  # the events of its host pod's create, first",
+             "            pass", ("tests/test_pod_sync.py", "-k", "created_host_pod")),
     Mutation("a taken host name's SyncError recorded again at every recheck", "syncer/controllers/pods.py",
              "            if w.warned != msg:", "            if True:",
              ("tests/test_pod_sync.py", "-k", "left_alone")),

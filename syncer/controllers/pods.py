@@ -243,6 +243,8 @@ class PodReconciler:
         self.own_writes = OwnWrites()  # the host pods this process created, by key and resourceVersion
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects or a taken host name, by key
+        # the events of a host pod's create whose write was refused, by key: (the virtual pod's uid, the events)
+        self._unrecorded: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
         self._unserved: set[str] = set()  # pod subresources the host API server answered 404 for
 
     # ------------------------------------------------------------------ what wakes a pod (the watches)
@@ -349,6 +351,9 @@ class PodReconciler:
         if vpod is None:
             self._waiting.pop(key, None)
             self.tokens.failing.pop(key, None)
+        unrecorded = self._unrecorded.pop(key, None)
+        if unrecorded is not None and vpod is not None and unrecorded[0] == vpod["metadata"].get("uid", ""):
+            await self._record_all(vpod, unrecorded[1])  # the events of its host pod's create, first
         match action:
             case podplan.Skip(problem):
                 rv = str(((vpod or {}).get("metadata") or {}).get("resourceVersion") or "")
@@ -442,35 +447,53 @@ class PodReconciler:
         self._waiting.pop(object_key(vpod), None)
         if secret is not None:
             await self.tokens.own(vpod, created)
-        await self._warn_translated(vpod, desired, created)
+        events = self._warn_translated(vpod, desired, created)
         if default:
             self.metrics.pods_defaulted.labels(default).inc()
-            await self.recorder.record(PODS, vpod, "Normal", policy.DEFAULTED_REASON,
-                                       policy.defaulted_message(vpod["metadata"]["name"], default), ACTION)
+            events.append(("Normal", policy.DEFAULTED_REASON, policy.defaulted_message(vpod["metadata"]["name"],
+                                                                                       default)))
+        await self._record_all(vpod, events)
         # What the reconcile of the created pod's echo would return (it is not enqueued, see own_writes): the
         # pair is as created, so only the first token renewal is due, after RENEW_AFTER of the lifetime.
         return await self.tokens.renew_if_due(vpod, created)
 
-    async def _warn_translated(self, vpod: Obj, desired: Obj, created: Obj) -> None:
-        """Once per host pod created, a `SyncWarning` on the virtual pod for what of it the host pod does not have:
+    async def _record_all(self, vpod: Obj, events: list[tuple[str, str, str]]) -> None:
+        """Record `events` ((type, reason, message) each) on virtual pod `vpod`, the events of a host pod just
+        created. What a refused write leaves unrecorded is kept, and recorded first by the key's next reconcile
+        (which finds the host pod created and would not make them again).
+
+        Raises:
+            ApiError: a write failed (the reconcile is retried with backoff).
+        """
+        for i, (type_, reason, message) in enumerate(events):
+            try:
+                await self.recorder.record(PODS, vpod, type_, reason, message, ACTION)
+            except ApiError:
+                self._unrecorded[object_key(vpod)] = (vpod["metadata"].get("uid", ""), events[i:])
+                raise
+
+    def _warn_translated(self, vpod: Obj, desired: Obj, created: Obj) -> list[tuple[str, str, str]]:
+        """Once per host pod created, a `SyncWarning` (returned as (type, reason, message), to record) on the
+        virtual pod for what of it the host pod does not have:
         - an affinity term's `namespaceSelector` ignored (it has `namespaces` too), in vcluster's words
           (`translatePodAffinityTerm`; vcluster warns on each translation, before the create);
         - pod-level `spec.resources` the host API server dropped: its PodLevelResources feature gate is off (the
           default before Kubernetes 1.34; `dropDisabledPodLevelResources` drops the field silently). vcluster drops
           it itself for a host older than 1.34 and says nothing."""
         name = vpod["metadata"]["name"]
+        out: list[tuple[str, str, str]] = []
         if not self.options.virtual_scheduler and affinity.ignored_namespace_selectors(vpod.get("spec") or {}):
             log.info("the namespaceSelector of pod %s/%s's affinity terms that also name namespaces is ignored",
                      vpod["metadata"]["namespace"], name)
-            await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", affinity.IGNORED_NAMESPACE_SELECTOR,
-                                       ACTION)
+            out.append(("Warning", "SyncWarning", affinity.IGNORED_NAMESPACE_SELECTOR))
         if (desired.get("spec") or {}).get("resources") and not (created.get("spec") or {}).get("resources"):
             message = (f'host pod "{self.host_namespace}/{created["metadata"]["name"]}" of pod "{name}" has no '
                        "pod-level resources: the host API server dropped spec.resources (its PodLevelResources "
                        "feature gate is off, the default before Kubernetes 1.34), so only the containers' own "
                        "resources apply")
             log.warning("%s", message)
-            await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
+            out.append(("Warning", "SyncWarning", message))
+        return out
 
     # ------------------------------------------------------------------ dependencies (section 3.1)
 
