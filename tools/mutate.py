@@ -173,7 +173,7 @@ LISTED = (
     Mutation("a skipped pod's warning logged on every reconcile", "syncer/controllers/pods.py",
              "if self._skipped.get(key) != rv:", "if True:", ("tests/test_bad_input.py", "-k", "once_per_version")),
     Mutation("a pod created again under its name inherits the old pod's wait", "syncer/controllers/pods.py",
-             'if w is None or w.uid != meta.get("uid"):', "if w is None:",
+             "if w is None or w.uid != uid:", "if w is None:",
              ("tests/test_workloads.py", "-k", "own_10_seconds")),
     Mutation("a binding answered 409 (bound meanwhile) raised", "syncer/controllers/pods.py",
              "            if e.status == 409:\n                return None",

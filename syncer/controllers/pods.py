@@ -550,6 +550,15 @@ class PodReconciler:
         log.info("annotated virtual %s %s/%s with %s so that vcluster syncs it to the host", kind, namespace, name,
                  FORCE_SYNC)
 
+    def _waiting_since(self, vpod: Obj, now: float) -> _Waiting:
+        """The waiting record of virtual pod `vpod`: the one kept for its key and uid, or a new one from `now`
+        (monotonic seconds) for a pod that was not waiting or is another pod of that name."""
+        key, uid = object_key(vpod), vpod["metadata"].get("uid", "")
+        w = self._waiting.get(key)
+        if w is None or w.uid != uid:
+            w = self._waiting[key] = _Waiting(uid, now)
+        return w
+
     async def _wait(self, vpod: Obj, missing: list[tuple[Dependency, str]]) -> float:
         """Record that the pod waits for `missing` (_missing's); after WAIT_WARNING seconds of waiting a
         SyncWarning says for what, and at once when a host object is another's copy: the first such conflict.
@@ -558,9 +567,7 @@ class PodReconciler:
         again (sooner when a host object appears, changes or goes)."""
         key, meta = object_key(vpod), vpod["metadata"]
         now = self.clock.now()
-        w = self._waiting.get(key)
-        if w is None or w.uid != meta.get("uid"):
-            w = self._waiting[key] = _Waiting(meta.get("uid", ""), now)
+        w = self._waiting_since(vpod, now)
         w.missing = {(d.kind, d.host_name) for d, _ in missing}  # before any pause: what wakes the pod from now on
         for m, _ in missing:
             if m.kind in (CONFIGMAP, SECRET) and not self.config.syncs_all(m.kind):
@@ -811,10 +818,7 @@ class PodReconciler:
                    f'host namespace "{self.host_namespace}"' + (
                        f' and is not managed by vcluster "{self.vcluster_name}"' if holder is None else
                        f': it is the host pod of virtual pod "{holder}" (their host names collide)'))
-            key, uid = object_key(vpod), meta.get("uid", "")
-            w = self._waiting.get(key)
-            if w is None or w.uid != uid:
-                w = self._waiting[key] = _Waiting(uid, self.clock.now())
+            w = self._waiting_since(vpod, self.clock.now())
             w.missing = set()  # what wakes it is the recheck: the other pod need not be one this syncer watches
             if w.warned != msg:  # marked once recorded: a failed write is retried with the reconcile
                 log.warning("%s", msg)
