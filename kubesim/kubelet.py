@@ -24,6 +24,7 @@ from syncer.kube.resources import PODS
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+RETRY_SECONDS = 0.2  # after a step the API server refused for a moment (5xx, 429, no response)
 
 
 def ready_condition(pod: Cached, now: str) -> Obj:
@@ -102,8 +103,11 @@ class FakeKubelet:
             try:
                 await self._step(name, pod)
             except ApiError as e:
-                if e.status not in (404, 409):
-                    log.warning("fake kubelet: %s", e)
+                if e.status in (404, 409):  # gone, or bound already: the informer brings what follows
+                    continue
+                log.warning("fake kubelet: %s", e)
+                if e.transient:  # a kubelet retries: a refused step must not leave the pod as it was for good
+                    asyncio.get_running_loop().call_later(RETRY_SECONDS, self._queue.put_nowait, name)
 
     async def _step(self, name: str, pod: Cached) -> None:
         spec, status = pod.get("spec") or {}, pod.get("status") or {}

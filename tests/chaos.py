@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import random
 import re
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesim.apiserver import EmbeddedAPIServer
+from kubesim.kubelet import FakeKubelet
 from kubesim.vcluster import CONTROLLED_BY, MANAGED_BY, NAMESPACE_LABEL, OBJECT_NAME, OBJECT_UID, host_name
 from kubesim.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.config.model import SyncerConfig, parse_config
@@ -37,6 +39,7 @@ VCLUSTER = "chaos"
 HOST_NS = "vc-chaos"
 SYNCER_AGENT = "runtimeclass-syncer (chaos)"
 DRIVER_AGENT = "chaos-driver"
+KUBELET_AGENT = "chaos-kubelet"
 RC_NAMES = ("gvisor", "kata", "youki", "runc", "fenced")
 POD_NAMES = ("p0", "p1", "p2", "p3", "p4", "p5")
 SQUATTED_POD = "p5"  # a host pod of another owner sits on p5's host name
@@ -53,6 +56,8 @@ SELECTOR_MEANING: dict[str, Any] = {
     "not-prod": lambda labels: labels.get("environment") != "production",
     "all": lambda labels: True,
 }
+# what the checker compares of a synced pod's status: the host's, copied back (behaviour.md section 3, lifecycle)
+STATUS_SEEN = ("phase", "podIP", "hostIP", "startTime")
 FAULT_STATUSES = (409, 429, 500, 503)
 FAULT_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
 FAULT_RESOURCES = ("pods", "runtimeclasses", "events", "")
@@ -70,19 +75,19 @@ class Step:
 
 OPS = ("host_rc_put", "host_rc_delete", "virtual_rc_put", "virtual_rc_delete", "pod_create", "pod_delete",
        "pod_label", "config", "syncer_restart", "fault", "cut_watches", "expire_history", "server_restart",
-       "latency", "server_wipe")
+       "latency", "server_wipe", "host_pod_evict", "pod_image")
 
 
 def random_step(rng: random.Random) -> Step:
     """A random step, weighted towards user actions, for the soak."""
-    op = rng.choices(OPS, weights=(8, 3, 3, 2, 6, 3, 3, 1, 1, 4, 2, 1, 1, 1, 0.2))[0]
+    op = rng.choices(OPS, weights=(8, 3, 3, 2, 6, 3, 3, 1, 1, 4, 2, 1, 1, 1, 0.2, 1, 2))[0]
     if op in ("host_rc_put", "virtual_rc_put"):
         return Step(op, rng.choice(RC_NAMES), rng.choice(ENVS))
     if op in ("host_rc_delete", "virtual_rc_delete"):
         return Step(op, rng.choice(RC_NAMES))
     if op == "pod_create":
         return Step(op, rng.choice(POD_NAMES), rng.choice((*RC_NAMES, "")))
-    if op in ("pod_delete", "pod_label"):
+    if op in ("pod_delete", "pod_label", "host_pod_evict", "pod_image"):
         return Step(op, rng.choice(POD_NAMES), str(rng.randint(0, 9)))
     if op == "config":
         return Step(op, rng.choice(tuple(SELECTORS)))
@@ -132,16 +137,22 @@ class Report:
 class Scenario:
     """Two embedded API servers, a syncer, and a driver that applies steps to them.
 
-    Use as `async with Scenario(workdir) as s: report = await s.run(steps)`.
+    Use as `async with Scenario(workdir) as s: report = await s.run(steps)`. With `kubelet`, a scheduler and
+    kubelet stand-in (kubesim/kubelet.py) binds and starts the host pods and finishes their graceful deletion, so
+    the host status, the binding and the deletion rows of syncer/controllers/podplan.py are exercised too.
     """
 
-    def __init__(self, workdir: Path, selector: str = "dev") -> None:
+    def __init__(self, workdir: Path, selector: str = "dev", kubelet: bool = False) -> None:
         self.workdir = workdir
         self.selector = selector
+        self.kubelet = kubelet
         self.report = Report(scenarios=1)
         self.host_server = EmbeddedAPIServer("host", bookmark_interval=0.5)
         self.virtual_server = EmbeddedAPIServer("virtual", runtime_class_admission=False, bookmark_interval=0.5)
         self.pods_alive: set[str] = set()  # virtual pods the driver created and did not delete
+        # virtual pods the syncer may delete: the driver deleted them (a bound pod's deletion is finished by the
+        # syncer, podplan row 8), or their started host pod went away (row 12, as vcluster)
+        self.may_go: set[str] = set()
         self._syncer: Syncer | None = None
         self._syncer_task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -168,21 +179,45 @@ class Scenario:
         self._standin_stop = asyncio.Event()
         self._standin_task = asyncio.create_task(self.standin.run(self._standin_stop))
         await self._seed_host()
+        self._kubelet_stop = asyncio.Event()
+        self._kubelet_task: asyncio.Task[None] | None = None
+        if self.kubelet:  # the squatter is another team's pod: it stays as it was created
+            node = FakeKubelet(await self._client(self.host_kc, "host", KUBELET_AGENT), HOST_NS,
+                               hold={host_name(SQUATTED_POD, "default", VCLUSTER)})
+            self._kubelet_task = asyncio.create_task(node.run(self._kubelet_stop))
         await self._start_syncer()
         return self
 
     async def _seed_host(self) -> None:
-        """The host namespace, and a pod of another owner on the host name of SQUATTED_POD."""
-        await self.host.create(NAMESPACES, {"metadata": {"name": HOST_NS}})
-        await create_vcluster_host_objects(self.host, HOST_NS, VCLUSTER)
+        """The host namespace, and a pod of another owner on the host name of SQUATTED_POD. Repeated until done
+        (an injected fault may refuse a create): the vcluster's namespace exists while the vcluster runs."""
         squatter = {"metadata": {"name": host_name(SQUATTED_POD, "default", VCLUSTER)},
                     "spec": {"containers": [{"name": "c", "image": "other-team/app"}]}}
-        self.squatter_rv = (await self.host.create(PODS, squatter, HOST_NS))["metadata"]["resourceVersion"]
+        for attempt in itertools.count(1):
+            try:
+                await self._create_or_get(NAMESPACES, {"metadata": {"name": HOST_NS}})
+                await create_vcluster_host_objects(self.host, HOST_NS, VCLUSTER)
+                self.squatter_rv = (await self._create_or_get(PODS, squatter, HOST_NS))["metadata"]["resourceVersion"]
+                return
+            except ApiError as e:
+                if not e.transient or attempt == 20:
+                    raise
+
+    async def _create_or_get(self, res: Any, obj: Obj, ns: str | None = None) -> Obj:
+        try:
+            return await self.host.create(res, obj, ns)
+        except ApiError as e:
+            if not e.already_exists:
+                raise
+            return await self.host.get(res, obj["metadata"]["name"], ns)
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stop_syncer()
         self._standin_stop.set()
         await self._standin_task
+        self._kubelet_stop.set()
+        if self._kubelet_task is not None:
+            await self._kubelet_task
         for c in self._clients:
             await c.close()
         await self.host_server.stop()
@@ -241,14 +276,24 @@ class Scenario:
             await self.virtual.create(PODS, {"metadata": {"name": s.a}, "spec": spec}, "default")
             self.pods_alive.add(s.a)
         elif s.op == "pod_delete":
+            self.may_go.add(s.a)
             try:
                 await self.virtual.delete(PODS, s.a, "default")
             except ApiError as e:
                 if not e.not_found:
                     raise
             self.pods_alive.discard(s.a)
+        elif s.op == "host_pod_evict":  # someone on the host (an eviction, a drain) deletes a synced host pod
+            h = self._objs(self.host_server, PODS, HOST_NS).get(host_name(s.a, "default", VCLUSTER))
+            if h is None or not (h["metadata"].get("annotations") or {}).get(OBJECT_NAME):
+                return  # none, or the other team's pod
+            self._host_pods_go([h])
+            await self.host.delete(PODS, h["metadata"]["name"], HOST_NS)
         elif s.op == "pod_label":
             await self.virtual.patch(PODS, s.a, {"metadata": {"labels": {"rev": s.b}}}, "default")
+        elif s.op == "pod_image":  # a container's image is one of the few fields of a pod that may change
+            await self.virtual.patch(PODS, s.a, [{"op": "replace", "path": "/spec/containers/0/image",
+                                                  "value": f"nginx:1.{s.b}"}], "default", patch_type="json")
         elif s.op in ("config", "syncer_restart"):
             self.selector = s.a or self.selector
             await self._stop_syncer()
@@ -272,6 +317,8 @@ class Scenario:
             self.report.faults["API server restart"] += 1
             self.report.restarts += 1
         elif s.op == "server_wipe":  # restarted with an empty store, as after losing etcd
+            if s.a == "host":  # read before the wipe; any may start while the restart is under way
+                self._host_pods_go(list(self._objs(self.host_server, PODS, HOST_NS).values()), bound_only=False)
             await self._server(s.a).restart(wipe=True)
             self.report.faults["API server restart, state wiped"] += 1
             self.report.restarts += 1
@@ -283,6 +330,16 @@ class Scenario:
         elif s.op == "latency":
             self._server(s.a).faults.delay(0.3, times=3)
             self.report.faults["latency"] += 1
+
+    def _host_pods_go(self, host_pods: list[Obj], bound_only: bool = True) -> None:
+        """These host pods are going away: the virtual pods of those that may have started (the bound ones; all of
+        them, with not `bound_only`) may be deleted (podplan row 12: a started pod is not synced again), so they
+        are not lost. A pod unbound when it goes was never started: its virtual pod stays and is synced again."""
+        for h in host_pods:
+            name = (h["metadata"].get("annotations") or {}).get(OBJECT_NAME)
+            if name and (not bound_only or (h.get("spec") or {}).get("nodeName")):
+                self.may_go.add(name)
+                self.pods_alive.discard(name)
 
     # ------------------------------------------------------------------ convergence
 
@@ -394,13 +451,18 @@ class Scenario:
             rcn = v["spec"].get("runtimeClassName") or ""
             allowed, message, reason = self._gate(name, rcn, host_rcs)
             h = hpods.get(host_name(name, "default", VCLUSTER))
+            deleting = bool(v["metadata"].get("deletionTimestamp"))
             if h is not None and not owned(h, name):  # the gate is judged first, then the name conflict
                 if allowed and not has_event(uid, "SyncError", "is not managed by vcluster", exact=False):
                     out.append(f"pod {name}: no SyncError event about the host pod of another owner")
                 elif not allowed and not has_event(uid, "SyncWarning", message, exact=True):
                     out.append(f"pod {name}: refused but no SyncWarning event with {message!r}")
             elif h is None:
-                if allowed and rcn and rcn not in host_rcs:  # no gate (empty selector): host admission refuses
+                if deleting:  # podplan row 8: the syncer finishes the deletion of a pod with no host pod
+                    out.append(f"pod {name}: being deleted, has no host pod, and was not deleted")
+                elif (v.get("status") or {}).get("startTime"):  # row 12, vcluster's SyncToHost: never synced again
+                    out.append(f"pod {name}: started, its host pod is gone, and it was not deleted")
+                elif allowed and rcn and rcn not in host_rcs:  # no gate (empty selector): host admission refuses
                     if not has_event(uid, "SyncError", f'RuntimeClass "{rcn}" not found', exact=False):
                         out.append(f"pod {name}: no SyncError event with the host's refusal of class {rcn}")
                 elif allowed:
@@ -413,11 +475,24 @@ class Scenario:
                     out.append(f"pod {name}: host pod still belongs to an earlier pod of that name")
                 elif not has_event(uid, "SyncWarning", "earlier, orphaned pod", exact=False):
                     out.append(f"pod {name}: no SyncWarning about the orphaned host pod of an earlier pod")
+            elif allowed and deleting:  # rows 11 and 8: the host pod is deleted, then the virtual pod
+                out.append(f"pod {name}: being deleted, its class allowed, and still there")
             elif allowed:
                 # section 3, host metadata: the virtual pod's labels plus managed-by and the namespace label
                 want = {**(v["metadata"].get("labels") or {}), MANAGED_BY: VCLUSTER, NAMESPACE_LABEL: "default"}
                 if h["metadata"].get("labels") != want:
                     out.append(f"pod {name}: host labels {h['metadata'].get('labels')} != {want}")
+                # a changed image reaches the host pod (vcluster's translateUpdate: the containers' images)
+                images = [c.get("image") for c in h["spec"].get("containers") or []]
+                if images != (vimages := [c.get("image") for c in v["spec"].get("containers") or []]):
+                    out.append(f"pod {name}: host images {images} != the virtual pod's {vimages}")
+                # section 3, lifecycle: the host status is copied back, and the virtual pod is bound to its node
+                seen = {k: (v.get("status") or {}).get(k) for k in STATUS_SEEN}
+                if seen != (want_status := {k: (h.get("status") or {}).get(k) for k in STATUS_SEEN}):
+                    out.append(f"pod {name}: virtual status {seen} != the host's {want_status}")
+                if v["spec"].get("nodeName") != h["spec"].get("nodeName"):
+                    out.append(f"pod {name}: bound to {v['spec'].get('nodeName')!r}, its host pod to "
+                               f"{h['spec'].get('nodeName')!r}")
             elif not has_event(uid, "Orphaned", f'pod "{name}" is orphaned: {reason}', exact=False):
                 out.append(f"pod {name}: orphaned but no Orphaned event for {reason!r}")
         for hname, h in hpods.items():
@@ -429,6 +504,9 @@ class Scenario:
                 continue
             if vname not in vpods and self._gate(str(vname), h["spec"].get("runtimeClassName") or "", host_rcs)[0]:
                 out.append(f"host pod {hname}: its virtual pod is gone but it was not deleted")
+            settled = not h["metadata"].get("deletionTimestamp") and (h.get("status") or {}).get("startTime")
+            if self.kubelet and not settled:  # not the syncer's violation: quiet means the kubelet is done too
+                out.append(f"host pod {hname}: not started, or not deleted yet, by the kubelet")
         return out
 
     def check_writes(self) -> list[str]:
@@ -443,8 +521,9 @@ class Scenario:
             if method == "DELETE" and "/pods/" in path and not managed.search(path):
                 out.append(f"the syncer deleted a host pod it does not own: {path}")
         for method, path, agent in self.virtual_server.requests:
-            if agent == SYNCER_AGENT and method == "DELETE" and "/pods/" in path:
-                out.append(f"the syncer deleted a virtual pod: {path}")
+            if (agent == SYNCER_AGENT and method == "DELETE" and "/pods/" in path
+                    and path.rpartition("/pods/")[2] not in self.may_go):
+                out.append(f"the syncer deleted a virtual pod neither the tenant deleted nor its host pod left: {path}")
         return out
 
     def lost(self) -> int:
@@ -460,7 +539,7 @@ async def run_random(workdir: Path, seed: int, steps: int, chunk: int = 40) -> R
     while done < steps:
         n = min(chunk, steps - done)
         started = time.perf_counter()
-        async with Scenario(workdir, selector=rng.choice(tuple(SELECTORS))) as s:
+        async with Scenario(workdir, selector=rng.choice(tuple(SELECTORS)), kubelet=rng.random() < 0.5) as s:
             total.merge(await s.run([random_step(rng) for _ in range(n)]))
         log.info("soak: %d/%d steps (%.1fs)", done + n, steps, time.perf_counter() - started)
         done += n

@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from syncer.kube.resources import PODS
 from tests.chaos import (
     ENVS,
     FAULT_RESOURCES,
@@ -33,8 +35,8 @@ steps = st.one_of(
               st.sampled_from(ENVS)),
     st.builds(Step, st.sampled_from(("host_rc_delete", "virtual_rc_delete")), st.sampled_from(RC_NAMES)),
     st.builds(Step, st.just("pod_create"), st.sampled_from(POD_NAMES), st.sampled_from((*RC_NAMES, ""))),
-    st.builds(Step, st.sampled_from(("pod_delete", "pod_label")), st.sampled_from(POD_NAMES),
-              st.sampled_from(("1", "2"))),
+    st.builds(Step, st.sampled_from(("pod_delete", "pod_label", "host_pod_evict", "pod_image")),
+              st.sampled_from(POD_NAMES), st.sampled_from(("1", "2"))),
     st.builds(Step, st.just("config"), st.sampled_from(tuple(SELECTORS))),
     st.builds(Step, st.just("syncer_restart")),
     st.builds(Step, st.just("fault"), clusters,
@@ -44,19 +46,19 @@ steps = st.one_of(
 )
 
 
-def run(selector: str, plan: list[Step]) -> Report:
+def run(selector: str, plan: list[Step], kubelet: bool = False) -> Report:
     async def go() -> Report:
         with tempfile.TemporaryDirectory() as tmp:
-            async with Scenario(Path(tmp), selector) as s:
+            async with Scenario(Path(tmp), selector, kubelet=kubelet) as s:
                 return await s.run(plan)
     return asyncio.run(go())
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, print_blob=True,
           suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(tuple(SELECTORS)), st.lists(steps, min_size=3, max_size=30))
-def test_random_interleavings_converge(selector: str, plan: list[Step]) -> None:
-    report = run(selector, plan)
+@given(st.sampled_from(tuple(SELECTORS)), st.lists(steps, min_size=3, max_size=30), st.booleans())
+def test_random_interleavings_converge(selector: str, plan: list[Step], kubelet: bool) -> None:
+    report = run(selector, plan, kubelet)
     assert report.violations == [] and report.lost == 0, report.render()
 
 
@@ -95,6 +97,45 @@ def test_refused_orphaned_and_synced_pods_at_quiescence() -> None:
     ]
     report = run("dev", plan)
     assert report.violations == [] and report.lost == 0, report.render()
+
+
+def test_running_pods_evicted_deleted_and_orphaned_with_a_kubelet() -> None:
+    # With the host's scheduler and kubelet (kubesim/kubelet.py) the synced pods are bound and Running, so the
+    # checker also judges the copied status and binding, and the rows a started pod goes through: p0's host pod
+    # is evicted (vcluster deletes a started pod whose host pod vanished: SyncToHost), p1 is deleted by the tenant
+    # (a bound pod's deletion is graceful: the host pod goes first, then the syncer finishes it), p2 is orphaned by
+    # a relabel and then deleted by the tenant (behaviour.md section 3, orphans: the syncer deletes neither).
+    start = [
+        Step("host_rc_put", "gvisor", "development"), Step("host_rc_put", "youki", "development"),
+        Step("pod_create", "p0", "gvisor"), Step("pod_create", "p1", "gvisor"), Step("pod_create", "p2", "youki"),
+        Step("pod_create", "p3", ""),
+    ]
+    then = [  # the tenant's own patches first: the injected faults refuse the driver's requests too
+        Step("pod_label", "p3", "4"), Step("pod_image", "p3", "9"), Step("fault", "host", "patch/pods", 5002),
+        Step("latency", "host"), Step("host_pod_evict", "p0"), Step("pod_delete", "p1"), Step("cut_watches", "host"),
+        Step("host_rc_put", "youki", "production"), Step("pod_delete", "p2"),
+        Step("fault", "host", "delete/pods", 5001), Step("syncer_restart"),
+    ]
+
+    async def go() -> tuple[Report, dict[str, Any]]:
+        with tempfile.TemporaryDirectory() as tmp:
+            async with Scenario(Path(tmp), "dev", kubelet=True) as s:
+                await s.run(start)
+                changed = s.virtual_server.storage.changed
+                while True:  # started: their host pods' start time copied back
+                    changed.clear()
+                    if all((s._objs(s.virtual_server, PODS, "default")[p].get("status") or {}).get("startTime")
+                           for p in ("p0", "p1", "p2", "p3")):
+                        break
+                    await asyncio.wait_for(changed.wait(), 30)
+                report = await s.run(then)
+                return report, s._objs(s.virtual_server, PODS, "default")
+    report, virtual = asyncio.run(go())
+    assert report.violations == [] and report.lost == 0, report.render()
+    assert sorted(virtual) == ["p2", "p3"]
+    assert virtual["p2"]["metadata"].get("deletionTimestamp")  # orphaned: left terminating for the user to finish
+    assert virtual["p3"]["status"]["phase"] == "Running" and virtual["p3"]["spec"]["nodeName"] == "node-1"
+    assert virtual["p3"]["spec"]["containers"][0]["image"] == "nginx:1.9"  # the checker compared the host's with it
 
 
 @pytest.mark.soak
