@@ -710,12 +710,22 @@ class EmbeddedAPIServer:
                                                           "must be specified for an update")], by_resource=True)
         return _json_response(self._update_obj(res, old, body, sub))
 
-    def _update_obj(self, res: APIResource, old: Obj, body: Obj, sub: str | None) -> Obj:
+    def _update_obj(self, res: APIResource, old: Obj, body: Obj, sub: str | None, *, patched: bool = False) -> Obj:
+        """Store `body` as the new state of `old` (PUT, or the result of a PATCH when `patched`). A uid in `body`
+        other than the object's refuses the write, as the generic registry does: for a PUT it is a precondition
+        (`rest.DefaultUpdatedObjectInfo.Preconditions`, checked by the storage: 409 Conflict), for a PATCH the
+        patched uid fails `BeforeUpdate`'s common-field validation (metadata.uid is immutable: 422 Invalid)."""
         name = old["metadata"]["name"]
         meta = body["metadata"]
         if meta.get("name", name) != name:
             raise StatusError(400, f"the name of the object ({meta.get('name')}) does not match the name on "
                                    f"the URL ({name})")
+        uid = meta.get("uid")
+        if uid and uid != old["metadata"]["uid"]:
+            if patched:
+                raise invalid(res, name, [fielderrors.invalid("metadata.uid", uid, "field is immutable")])
+            raise conflict(res, name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                                      f"{old['metadata']['uid']}")
         rv = meta.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(res, name, "the object has been modified; please apply your changes to the latest "
@@ -805,12 +815,13 @@ class EmbeddedAPIServer:
             raise invalid(None, "", [fielderrors.invalid("patch", json.dumps(body), problem)])
         if patched["metadata"].get("resourceVersion") == old["metadata"]["resourceVersion"]:
             patched["metadata"].pop("resourceVersion")  # only a rv the patch itself names is a precondition
-        return _json_response(self._update_obj(res, old, patched, sub))
+        return _json_response(self._update_obj(res, old, patched, sub, patched=True))
 
     async def _bind(self, request: web.Request, ns: str, name: str) -> web.Response:
         """`pods/binding` as the pod registry's `BindingREST.Create`: the Binding must name the pod of the
         URL (400) and a target node (`ValidatePodBinding`); `spec.nodeName` is set once, with the
-        PodScheduled condition; a bound pod or one being deleted is a 409 Conflict on `pods/binding`."""
+        PodScheduled condition; a bound pod or one being deleted is a 409 Conflict on `pods/binding`, and so is a
+        Binding whose `metadata.uid` is not the pod's (a precondition)."""
         body = await self._body(request)
         if not isinstance(body, dict):
             raise StatusError(400, f"not a Binding object: {body!r}")
@@ -825,6 +836,10 @@ class EmbeddedAPIServer:
         if errs:
             raise StatusError(500, "Internal error occurred: " + ", ".join(str(e) for e in errs), "InternalError")
         old = self._get(PODS, ns, name)
+        uid = (body.get("metadata") or {}).get("uid")
+        if uid and uid != old["metadata"]["uid"]:  # BindingREST.setPodNodeAndMetadata: the Binding's uid is a
+            raise conflict(PODS, name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                                       f"{old['metadata']['uid']}")  # precondition on the pod (storeerr: pods)
         why = None
         if old["metadata"].get("deletionTimestamp"):
             why = f"pod {name} is being deleted, cannot be assigned to a host"

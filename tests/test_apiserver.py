@@ -100,6 +100,35 @@ async def test_delete_preconditions(clusters: Clusters) -> None:
     assert err.value.conflict and "Precondition failed" in err.value.message
 
 
+async def test_a_uid_in_a_write_is_a_precondition(clusters: Clusters) -> None:
+    # The generic registry (k8s.io/apiserver pkg/registry): a PUT's metadata.uid is a storage precondition
+    # (rest.DefaultUpdatedObjectInfo.Preconditions: 409); a PATCH that sets another uid fails BeforeUpdate's
+    # common-field validation (ValidateObjectMetaAccessorUpdate: metadata.uid is immutable, 422); a Binding's
+    # metadata.uid is a precondition on the pod (BindingREST.setPodNodeAndMetadata, the conflict named on pods).
+    v = clusters.virtual
+    created = await v.create(PODS, pod("web"), "default")
+    other = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
+    stale = {**created, "metadata": {**created["metadata"], "uid": other, "resourceVersion": ""}}
+    with pytest.raises(ApiError) as err:
+        await v.replace(PODS, stale, "default")
+    assert (err.value.status, err.value.message) == (409, f'Operation cannot be fulfilled on pods "web": Precondition '
+                                                          f'failed: UID in precondition: {other}, UID in object meta: '
+                                                          f'{created["metadata"]["uid"]}')
+    with pytest.raises(ApiError) as err:
+        await v.patch(PODS, "web", {"metadata": {"uid": other}, "status": {"podIP": "10.0.0.9"}}, "default",
+                      subresource="status")
+    assert (err.value.status, err.value.message) == (
+        422, f'Pod "web" is invalid: metadata.uid: Invalid value: "{other}": field is immutable')
+    with pytest.raises(ApiError) as err:
+        await v.bind("web", "default", "node-1", uid=other)
+    assert err.value.status == 409 and "Precondition failed: UID in precondition" in err.value.message
+    await v.patch(PODS, "web", {"metadata": {"uid": created["metadata"]["uid"]}, "status": {"podIP": "10.0.0.9"}},
+                  "default", subresource="status")
+    await v.bind("web", "default", "node-1", uid=created["metadata"]["uid"])
+    got = await v.get(PODS, "web", "default")
+    assert (got["status"]["podIP"], got["spec"]["nodeName"]) == ("10.0.0.9", "node-1")
+
+
 async def test_label_and_field_selectors(clusters: Clusters) -> None:
     h = clusters.host
     for name, env in (("a", "dev"), ("b", "prod"), ("c", None)):

@@ -266,6 +266,41 @@ async def test_a_virtual_pod_created_again_behind_a_stale_cache_is_not_deleted(c
     assert (await clusters.virtual.get(PODS, "web", "default"))["metadata"]["uid"] == again["metadata"]["uid"]
 
 
+async def test_a_virtual_pod_created_again_behind_a_stale_cache_gets_neither_the_old_status_nor_a_node(
+        clusters: Clusters) -> None:
+    # Found by the soak (seed 20261517): while the syncer's watch of virtual pods was down, the tenant replaced a pod
+    # by another of the same name, and the old host pod's next change had its status (start time included) copied
+    # and its node bound, by name, to the new pod. A started pod whose host pod goes is deleted (podplan row 12,
+    # vcluster's SyncToHost), so the tenant's new pod was deleted once the watch came back. The status patch and
+    # the Binding name the uid the syncer saw; the API server refuses them for another pod (422, 409).
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "the host pod created, not scheduled yet")
+        await syncer.wait_idle()
+        down = clusters.virtual_server.faults.fail(500, verb="watch", resource="pods", agent=DEFAULT_USER_AGENT)
+        clusters.virtual_server.cut_watches()
+        await eventually(lambda: down.times == 0, "the virtual pod watch down, its retry waiting")
+        await clusters.virtual.delete(PODS, "web", "default", grace_period_seconds=0)
+        again = await clusters.virtual.create(PODS, pod("web"), "default")
+        seen = len(clusters.virtual_server.requests)
+        async with kubelet(clusters):  # the host pod is scheduled and started: the syncer sees it change
+            await eventually(lambda: any(m == "PATCH" and p.endswith("/pods/web/status")
+                                         for m, p, _ in clusters.virtual_server.requests[seen:]),
+                             "the syncer's status copy for the pod its cache still holds")
+            await syncer.wait_idle()
+            assert syncer.virtual_pods.get("default/web")["metadata"]["uid"] != again["metadata"]["uid"]  # stale
+            new = await clusters.virtual.get(PODS, "web", "default")
+            assert (new["metadata"]["uid"], new["spec"].get("nodeName")) == (again["metadata"]["uid"], None)
+            assert "startTime" not in new.get("status", {}) and "podIP" not in new.get("status", {})
+            clock.advance(60)  # the watch back: the new pod replaces the old one's host pod, and runs
+            vp = await virtual_pod(clusters, "web", lambda p: running(p) and p["spec"].get("nodeName"),
+                                   "the new pod synced, Running and bound")
+        hp = await clusters.host.get(PODS, hname("web"), HOST_NS)
+    assert vp["metadata"]["uid"] == again["metadata"]["uid"]
+    assert hp["metadata"]["annotations"]["vcluster.loft.sh/object-uid"] == again["metadata"]["uid"]
+
+
 async def test_a_status_copy_to_a_pod_gone_meanwhile_is_no_failure(clusters: Clusters) -> None:
     # a status write answered 404 (the virtual pod was deleted since the cache saw it) has nothing left to do:
     # it is not an error retried with backoff

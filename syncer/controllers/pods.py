@@ -652,15 +652,20 @@ class PodReconciler:
         return True
 
     async def _copy_status(self, vpod: Obj, hpod: Obj) -> None:
-        """Copy the host pod's status to the virtual pod (translate.status_update) when they differ."""
+        """Copy the host pod's status to the virtual pod (translate.status_update) when they differ: to that pod
+        only. The patch names its uid, so a pod created again under the name since the cache saw `vpod` is
+        refused (the API server's common-field validation: metadata.uid is immutable, 422) and keeps its own
+        status; a start time copied to it would have it deleted as a pod whose host pod went away."""
         meta = vpod["metadata"]
         status = translate.status_update(hpod, vpod, self.vcluster_name)
         if status is not None:
             try:
-                await self.virtual.patch(PODS, meta["name"], status, meta["namespace"], subresource="status")
+                guard = {"metadata": {"uid": meta["uid"]}} if meta.get("uid") else {}
+                await self.virtual.patch(PODS, meta["name"], {**guard, **status}, meta["namespace"],
+                                         subresource="status")
             except ApiError as e:
-                if not e.not_found:
-                    raise
+                if not (e.not_found or (e.status == 422 and "metadata.uid" in e.message)):
+                    raise  # gone, or another pod of that name now: its own watch event brings it
 
     async def _apply_update(self, vpod: Obj, hpod: Obj, plan: podupdate.PodUpdate,
                             decision: gate.GateDecision) -> None:
@@ -722,10 +727,10 @@ class PodReconciler:
         if not node or (vpod.get("spec") or {}).get("nodeName"):
             return None
         try:
-            await self.virtual.bind(meta["name"], meta["namespace"], node)
+            await self.virtual.bind(meta["name"], meta["namespace"], node, uid=meta.get("uid"))
         except ApiError as e:
             if e.status == 409:
-                return None  # bound meanwhile (the binding registry's Conflict)
+                return None  # bound meanwhile, or another pod of that name now (the binding registry's Conflict)
             if e.status == 403:
                 return e  # the controller logs a 403 once per verb and resource, and /readyz names it
             cause = (e.cluster, e.verb, e.resource, e.status)

@@ -400,10 +400,13 @@ class KubeClient:
             body["gracePeriodSeconds"] = grace_period_seconds
         return await self._json("delete", res, "DELETE", res.path(namespace, name), body=body)
 
-    async def bind(self, name: str, namespace: str, node: str) -> Obj:
-        """Bind a pod to a node (POST `pods/{name}/binding`, as the scheduler does). Raises ApiError
-        (409 when the pod is already bound)."""
-        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+    async def bind(self, name: str, namespace: str, node: str, uid: str | None = None) -> Obj:
+        """Bind a pod to a node (POST `pods/{name}/binding`, as the scheduler does). With `uid`, only the pod of
+        that uid: the Binding's `metadata.uid` is a precondition (kube-scheduler's DefaultBinder sends it;
+        `BindingREST.setPodNodeAndMetadata`). Raises ApiError (409 when the pod is already bound, or is
+        another pod of that name)."""
+        meta = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         return await self._json("create", PODS, "POST", PODS.path(namespace, name, "binding"), body=body,
                                 subresource="binding")
