@@ -103,9 +103,10 @@ class FakeKubelet:
             try:
                 await self._step(name, pod)
             except ApiError as e:
-                if e.status in (404, 409):  # gone, or bound already: the informer brings what follows
+                if e.not_found:  # gone: nothing left to do
                     continue
-                log.warning("fake kubelet: %s", e)
+                if e.status != 409:  # a Conflict is routine: bound already (the next step reads the cache again)
+                    log.warning("fake kubelet: %s", e)
                 if e.transient:  # a kubelet retries: a refused step must not leave the pod as it was for good
                     asyncio.get_running_loop().call_later(RETRY_SECONDS, self._queue.put_nowait, name)
 
