@@ -290,6 +290,8 @@ async def test_a_virtual_pod_created_again_behind_a_stale_cache_gets_neither_the
                              "the syncer's status copy for the pod its cache still holds")
             await syncer.wait_idle()
             assert syncer.virtual_pods.get("default/web")["metadata"]["uid"] != again["metadata"]["uid"]  # stale
+            assert syncer.metrics.registry.get_sample_value(  # a refusal for another pod is no failure
+                "controller_runtime_reconcile_errors_total", {"controller": "pod"}) == 0
             new = await clusters.virtual.get(PODS, "web", "default")
             assert (new["metadata"]["uid"], new["spec"].get("nodeName")) == (again["metadata"]["uid"], None)
             assert "startTime" not in new.get("status", {}) and "podIP" not in new.get("status", {})
