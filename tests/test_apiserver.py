@@ -114,16 +114,19 @@ async def test_a_uid_in_a_write_is_a_precondition(clusters: Clusters) -> None:
     assert (err.value.status, err.value.message) == (409, f'Operation cannot be fulfilled on pods "web": Precondition '
                                                           f'failed: UID in precondition: {other}, UID in object meta: '
                                                           f'{created["metadata"]["uid"]}')
+    assert err.value.other_object
     with pytest.raises(ApiError) as err:
-        await v.patch(PODS, "web", {"metadata": {"uid": other}, "status": {"podIP": "10.0.0.9"}}, "default",
-                      subresource="status")
+        await v.patch(PODS, "web", {"status": {"podIP": "10.0.0.9"}}, "default", subresource="status", uid=other)
     assert (err.value.status, err.value.message) == (
         422, f'Pod "web" is invalid: metadata.uid: Invalid value: "{other}": field is immutable')
+    assert err.value.other_object
     with pytest.raises(ApiError) as err:
         await v.bind("web", "default", "node-1", uid=other)
-    assert err.value.status == 409 and "Precondition failed: UID in precondition" in err.value.message
-    await v.patch(PODS, "web", {"metadata": {"uid": created["metadata"]["uid"]}, "status": {"podIP": "10.0.0.9"}},
-                  "default", subresource="status")
+    assert err.value.status == 409 and err.value.other_object
+    with pytest.raises(ValueError):  # a JSON patch has no metadata to name the uid in
+        await v.patch(PODS, "web", [], "default", patch_type="json", uid=other)
+    await v.patch(PODS, "web", {"status": {"podIP": "10.0.0.9"}}, "default", subresource="status",
+                  uid=created["metadata"]["uid"])
     await v.bind("web", "default", "node-1", uid=created["metadata"]["uid"])
     got = await v.get(PODS, "web", "default")
     assert (got["status"]["podIP"], got["spec"]["nodeName"]) == ("10.0.0.9", "node-1")

@@ -660,11 +660,10 @@ class PodReconciler:
         status = translate.status_update(hpod, vpod, self.vcluster_name)
         if status is not None:
             try:
-                guard = {"metadata": {"uid": meta["uid"]}} if meta.get("uid") else {}
-                await self.virtual.patch(PODS, meta["name"], {**guard, **status}, meta["namespace"],
-                                         subresource="status")
+                await self.virtual.patch(PODS, meta["name"], status, meta["namespace"], subresource="status",
+                                         uid=meta.get("uid"))
             except ApiError as e:
-                if not (e.not_found or (e.status == 422 and "metadata.uid" in e.message)):
+                if not (e.not_found or e.other_object):
                     raise  # gone, or another pod of that name now: its own watch event brings it
 
     async def _apply_update(self, vpod: Obj, hpod: Obj, plan: podupdate.PodUpdate,

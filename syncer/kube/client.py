@@ -91,6 +91,14 @@ class ApiError(Exception):
         return self.status == 409 and self.reason == "AlreadyExists"
 
     @property
+    def other_object(self) -> bool:
+        """The write named a uid and the object of that name is another one now: a uid precondition failed (409,
+        the storage's `Precondition failed: UID in precondition`) or a patch would change metadata.uid (422,
+        `metadata.uid: ... field is immutable`). The object the caller meant is gone."""
+        return ((self.status == 409 and "Precondition failed: UID in precondition" in self.message)
+                or (self.status == 422 and "metadata.uid" in self.message))
+
+    @property
     def conflict(self) -> bool:
         """409 Conflict (stale resourceVersion or failed precondition)."""
         return self.status == 409 and self.reason != "AlreadyExists"
@@ -381,8 +389,18 @@ class KubeClient:
                                 body=obj, subresource=subresource)
 
     async def patch(self, res: APIResource, name: str, patch: Any, namespace: str | None = None, *,
-                    patch_type: str = "merge", subresource: str | None = None) -> Obj:
-        """PATCH an object with a merge (default), strategic, json or apply patch; returns the result."""
+                    patch_type: str = "merge", subresource: str | None = None, uid: str | None = None) -> Obj:
+        """PATCH an object with a merge (default), strategic, json or apply patch; returns the result. With `uid`
+        (merge and strategic patches), only the object of that uid: the patch names it in `metadata.uid`, which
+        the API server refuses to change (`rest.BeforeUpdate`'s common-field validation: 422, `other_object`).
+
+        Raises:
+            ApiError: the request failed.
+            ValueError: `uid` with a json or apply patch."""
+        if uid:
+            if patch_type not in ("merge", "strategic"):
+                raise ValueError(f"a uid precondition needs a merge or strategic patch, not {patch_type}")
+            patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "uid": uid}}
         return await self._json("patch", res, "PATCH", res.path(namespace, name, subresource), body=patch,
                                 content_type=PATCH_TYPES[patch_type], subresource=subresource)
 
