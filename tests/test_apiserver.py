@@ -123,8 +123,12 @@ async def test_a_uid_in_a_write_is_a_precondition(clusters: Clusters) -> None:
     with pytest.raises(ApiError) as err:
         await v.bind("web", "default", "node-1", uid=other)
     assert err.value.status == 409 and err.value.other_object
-    with pytest.raises(ValueError):  # a JSON patch has no metadata to name the uid in
-        await v.patch(PODS, "web", [], "default", patch_type="json", uid=other)
+    with pytest.raises(ApiError) as err:  # a JSON patch that starts by setting the uid
+        await v.patch(PODS, "web", [{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}], "default",
+                      patch_type="json", uid=other)
+    assert err.value.status == 422 and err.value.other_object
+    with pytest.raises(ValueError):  # an apply patch is the caller's whole intent: no precondition to add
+        await v.patch(PODS, "web", {}, "default", patch_type="apply", uid=other)
     await v.patch(PODS, "web", {"status": {"podIP": "10.0.0.9"}}, "default", subresource="status",
                   uid=created["metadata"]["uid"])
     await v.bind("web", "default", "node-1", uid=created["metadata"]["uid"])

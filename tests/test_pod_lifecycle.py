@@ -14,7 +14,7 @@ import pytest
 from kubesim.kubelet import FakeKubelet
 from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.clock import FakeClock
-from syncer.kube.resources import PODS, RUNTIMECLASSES
+from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, Clusters, eventually, pod, rc, rc_config, running_syncer
 from tests.kubectl import kubectl
@@ -301,6 +301,39 @@ async def test_a_virtual_pod_created_again_behind_a_stale_cache_gets_neither_the
         hp = await clusters.host.get(PODS, hname("web"), HOST_NS)
     assert vp["metadata"]["uid"] == again["metadata"]["uid"]
     assert hp["metadata"]["annotations"]["vcluster.loft.sh/object-uid"] == again["metadata"]["uid"]
+
+
+async def test_a_host_pod_of_another_owner_put_under_the_name_behind_a_stale_cache_is_not_written(
+        clusters: Clusters) -> None:
+    # The syncer's host pod watch is down; someone on the host deletes the synced pod and creates their own under
+    # its name. A change of the virtual pod must not be patched onto that pod (our labels and ownership annotations
+    # would make it look ours): the patch names the uid of the host pod the cache holds, which the API server
+    # refuses for another pod (422), and the tenant is told nothing false (no "host rejected" SyncError).
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        down = clusters.host_server.faults.fail(500, verb="watch", resource="pods", agent=DEFAULT_USER_AGENT)
+        clusters.host_server.cut_watches()
+        await eventually(lambda: down.times == 0, "the host pod watch down, its retry waiting")
+        await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)
+        theirs = await clusters.host.create(PODS, pod(hname("web"), namespace=HOST_NS), HOST_NS)
+        seen = len(clusters.host_server.requests)
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "front"}}}, "default")
+        await eventually(lambda: any(m == "PATCH" and p.endswith(f"/pods/{hname('web')}")
+                                     for m, p, _ in clusters.host_server.requests[seen:]),
+                         "the syncer's patch for the host pod its cache still holds")
+        await syncer.wait_idle()
+        after = await clusters.host.get(PODS, hname("web"), HOST_NS)
+        assert after["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
+        events = (await clusters.virtual.list(EVENTS, "default"))["items"]
+        assert not [e for e in events if e["reason"] == "SyncError"]
+        clock.advance(60)  # the watch back: the name is another owner's, which the tenant is told
+        (event,) = await warnings_for(clusters, "web")
+        after = await clusters.host.get(PODS, hname("web"), HOST_NS)
+    assert event["reason"] == "SyncError" and "is not managed by vcluster" in event["message"]
+    assert after["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
 
 
 async def test_a_status_copy_to_a_pod_gone_meanwhile_is_no_failure(clusters: Clusters) -> None:

@@ -671,6 +671,7 @@ class PodReconciler:
         """Carry out `plan`: the virtual pod's metadata first (so that a failure between the two writes leaves
         the base on the host older, never newer, than the virtual pod), then the host writes."""
         meta, hname = vpod["metadata"], hpod["metadata"]["name"]
+        huid = hpod["metadata"].get("uid")  # only the host pod the cache holds: not another put under its name since
         what: list[str] = []
         if plan.virtual_metadata is not None:
             await self.virtual.patch(PODS, meta["name"], plan.virtual_metadata, meta["namespace"])
@@ -679,7 +680,8 @@ class PodReconciler:
                          f"metadata.{k}" for k in plan.virtual_metadata["metadata"] if k != "resourceVersion"))
         if plan.host_ops:
             ops = plan.host_ops
-            await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json"))
+            await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json",
+                                                            uid=huid))
             what += [str(op.get("path")) for op in ops if op.get("op") != "test"]
         if plan.ephemeral:
             have = bool(hpod["spec"].get("ephemeralContainers"))
@@ -692,7 +694,7 @@ class PodReconciler:
             what += [f"resources of container {c['name']}" for c in plan.resize]
         if plan.host_conditions is not None:
             await self.host.patch(PODS, hname, {"status": {"conditions": plan.host_conditions}}, self.host_namespace,
-                                  subresource="status")
+                                  subresource="status", uid=huid)
             what.append("readiness-gate conditions")
         if what:
             self.metrics.pods_synced.labels(decision.runtime_class).inc()
@@ -841,7 +843,7 @@ class PodReconciler:
         try:
             return await call()
         except ApiError as e:
-            if e.status in (400, 403, 422):
+            if e.status in (400, 403, 422) and not e.other_object:  # another pod under the name: the cache was behind
                 msg = f'host rejected pod "{vpod["metadata"]["name"]}": {e.message}'
                 await self.recorder.record(PODS, vpod, "Warning", "SyncError", msg, ACTION)
                 raise HostRejected(msg) from e

@@ -110,8 +110,9 @@ class ApiError(Exception):
 
     @property
     def transient(self) -> bool:
-        """Routine and retried: no response, a conflict, throttling (429) or brief server trouble (5xx)."""
-        return self.status in TRANSIENT_STATUSES
+        """Routine and retried: no response, a conflict (a uid precondition too: the cache was behind),
+        throttling (429) or brief server trouble (5xx)."""
+        return self.status in TRANSIENT_STATUSES or self.other_object
 
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # where the kubelet mounts them
@@ -390,17 +391,22 @@ class KubeClient:
 
     async def patch(self, res: APIResource, name: str, patch: Any, namespace: str | None = None, *,
                     patch_type: str = "merge", subresource: str | None = None, uid: str | None = None) -> Obj:
-        """PATCH an object with a merge (default), strategic, json or apply patch; returns the result. With `uid`
-        (merge and strategic patches), only the object of that uid: the patch names it in `metadata.uid`, which
-        the API server refuses to change (`rest.BeforeUpdate`'s common-field validation: 422, `other_object`).
+        """PATCH an object with a merge (default), strategic, json or apply patch; returns the result. With `uid`,
+        only the object of that uid: the patch sets `metadata.uid` to it (a merge patch names it, a JSON patch
+        starts with a `replace` of it), which the API server refuses to change (`rest.BeforeUpdate`'s
+        common-field validation: 422, `other_object`). Not for a subresource whose strategy keeps the stored
+        metadata (`ephemeralcontainers`, `resize`): there the uid would not be compared.
 
         Raises:
             ApiError: the request failed.
-            ValueError: `uid` with a json or apply patch."""
+            ValueError: `uid` with an apply patch."""
         if uid:
-            if patch_type not in ("merge", "strategic"):
-                raise ValueError(f"a uid precondition needs a merge or strategic patch, not {patch_type}")
-            patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "uid": uid}}
+            if patch_type == "json":
+                patch = [{"op": "replace", "path": "/metadata/uid", "value": uid}, *patch]
+            elif patch_type in ("merge", "strategic"):
+                patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "uid": uid}}
+            else:
+                raise ValueError(f"a uid precondition needs a merge, strategic or JSON patch, not {patch_type}")
         return await self._json("patch", res, "PATCH", res.path(namespace, name, subresource), body=patch,
                                 content_type=PATCH_TYPES[patch_type], subresource=subresource)
 
