@@ -394,8 +394,8 @@ class KubeClient:
         """PATCH an object with a merge (default), strategic, json or apply patch; returns the result. With `uid`,
         only the object of that uid: the patch sets `metadata.uid` to it (a merge patch names it, a JSON patch
         starts with a `replace` of it), which the API server refuses to change (`rest.BeforeUpdate`'s
-        common-field validation: 422, `other_object`). Not for a subresource whose strategy keeps the stored
-        metadata (`ephemeralcontainers`, `resize`): there the uid would not be compared.
+        common-field validation: 422, `other_object`). Not relied on for `ephemeralcontainers` and `resize`, whose
+        strategies rebuild the pod from the stored one (whether they keep the patched uid is not checked here).
 
         Raises:
             ApiError: the request failed.
