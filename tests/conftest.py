@@ -15,7 +15,7 @@ import pytest
 from kubesim.apiserver import EmbeddedAPIServer
 from kubesim.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.config.model import parse_config
-from syncer.kube.client import KubeClient
+from syncer.kube.client import DEFAULT_USER_AGENT, KubeClient
 from syncer.kube.resources import NAMESPACES, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
 from syncer.manager import Options, Syncer
@@ -119,6 +119,15 @@ async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIte
         await standin_task
         await host.close()
         await virtual.close()
+
+
+async def hold_watch_down(server: EmbeddedAPIServer, resource: str) -> None:
+    """Cut `server`'s watches and refuse the syncer's next watch of `resource` (HTTP 500), so that the syncer's
+    informer waits for its retry: with an injected clock, until the test advances it. Returns once the watch was
+    refused."""
+    down = server.faults.fail(500, verb="watch", resource=resource, agent=DEFAULT_USER_AGENT)
+    server.cut_watches()
+    await eventually(lambda: down.times == 0, f"the {server.name} {resource} watch down, its retry waiting")
 
 
 async def eventually(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:

@@ -12,11 +12,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kubesim.kubelet import FakeKubelet
-from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
-from tests.conftest import HOST_NS, Clusters, eventually, pod, rc, rc_config, running_syncer
+from tests.conftest import HOST_NS, Clusters, eventually, hold_watch_down, pod, rc, rc_config, running_syncer
 from tests.kubectl import kubectl
 from tests.test_pod_sync import hname, host_pods, warnings_for
 
@@ -227,9 +226,7 @@ async def test_a_host_pod_made_while_its_watch_is_down_goes_when_its_virtual_pod
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
     clock = FakeClock()
     async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
-        down = clusters.host_server.faults.fail(500, verb="watch", resource="pods", agent=DEFAULT_USER_AGENT)
-        clusters.host_server.cut_watches()
-        await eventually(lambda: down.times == 0, "the host pod watch down, its retry waiting")
+        await hold_watch_down(clusters.host_server, "pods")
         await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
         await eventually(lambda: (HOST_NS, hname("web")) in clusters.host_server.storage.objects(PODS),
                          "the host pod created (its echo not seen yet)")
@@ -278,9 +275,7 @@ async def test_a_virtual_pod_created_again_behind_a_stale_cache_gets_neither_the
         await clusters.virtual.create(PODS, pod("web"), "default")
         await host_pods(clusters, lambda o: hname("web") in o, "the host pod created, not scheduled yet")
         await syncer.wait_idle()
-        down = clusters.virtual_server.faults.fail(500, verb="watch", resource="pods", agent=DEFAULT_USER_AGENT)
-        clusters.virtual_server.cut_watches()
-        await eventually(lambda: down.times == 0, "the virtual pod watch down, its retry waiting")
+        await hold_watch_down(clusters.virtual_server, "pods")
         await clusters.virtual.delete(PODS, "web", "default", grace_period_seconds=0)
         again = await clusters.virtual.create(PODS, pod("web"), "default")
         seen = len(clusters.virtual_server.requests)
@@ -314,9 +309,7 @@ async def test_a_host_pod_of_another_owner_put_under_the_name_behind_a_stale_cac
         await clusters.virtual.create(PODS, pod("web"), "default")
         await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
         await syncer.wait_idle()
-        down = clusters.host_server.faults.fail(500, verb="watch", resource="pods", agent=DEFAULT_USER_AGENT)
-        clusters.host_server.cut_watches()
-        await eventually(lambda: down.times == 0, "the host pod watch down, its retry waiting")
+        await hold_watch_down(clusters.host_server, "pods")
         await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)
         theirs = await clusters.host.create(PODS, pod(hname("web"), namespace=HOST_NS), HOST_NS)
         seen = len(clusters.host_server.requests)

@@ -11,7 +11,7 @@ from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import RUNTIMECLASSES
 from syncer.kube.wait import wait_for
-from tests.conftest import Clusters, eventually, rc, rc_config, running_syncer, virtual_rc_names
+from tests.conftest import Clusters, eventually, hold_watch_down, rc, rc_config, running_syncer, virtual_rc_names
 
 DEV = {"matchLabels": {"environment": "development"}}
 
@@ -240,10 +240,7 @@ async def test_a_copy_made_while_its_watch_is_down_goes_when_its_host_class_went
     # copy stays forever. The virtual watch is held down on the injected clock (its retry waits for it).
     clock = FakeClock()
     async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
-        down = clusters.virtual_server.faults.fail(500, verb="watch", resource="runtimeclasses",
-                                                  agent=DEFAULT_USER_AGENT)
-        clusters.virtual_server.cut_watches()
-        await eventually(lambda: down.times == 0, "the virtual class watch down, its retry waiting")
+        await hold_watch_down(clusters.virtual_server, "runtimeclasses")
         await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
         await eventually(lambda: ("", "gvisor") in clusters.virtual_server.storage.objects(RUNTIMECLASSES),
                          "the copy created (its echo not seen yet)")
