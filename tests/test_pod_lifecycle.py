@@ -329,6 +329,43 @@ async def test_a_host_pod_of_another_owner_put_under_the_name_behind_a_stale_cac
     assert after["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
 
 
+# A tenant's `kubectl debug` and an in-place resize, each a write to a subresource of the host pod
+DEBUG = [{"op": "add", "path": "/spec/ephemeralContainers", "value": [{"name": "debugger", "image": "busybox:1.36"}]}]
+RESIZE = [{"op": "replace", "path": "/spec/containers/0/resources", "value": {"requests": {"cpu": "200m"}}}]
+
+
+@pytest.mark.parametrize(("subresource", "change"), [("ephemeralcontainers", DEBUG), ("resize", RESIZE)])
+async def test_a_subresource_write_to_a_host_pod_of_another_owner_behind_a_stale_cache_is_refused(
+        clusters: Clusters, subresource: str, change: list[dict[str, object]]) -> None:
+    # As above, for the writes that go to a subresource: both strategies keep the uid the patch names
+    # (kubernetes' pkg/registry/core/pod/strategy.go, dropNonEphemeralContainerUpdates and dropNonResizeUpdates), so
+    # the other owner's pod gets no debug container and no new resources from the tenant.
+    clock = FakeClock()
+    web = pod("web")
+    web["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+    async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, web, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        await hold_watch_down(clusters.host_server, "pods")
+        await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)
+        theirs = pod(hname("web"), namespace=HOST_NS)
+        theirs["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+        theirs = await clusters.host.create(PODS, theirs, HOST_NS)
+        seen = len(clusters.host_server.requests)
+        await clusters.virtual.patch(PODS, "web", change, "default", patch_type="json", subresource=subresource)
+        await eventually(lambda: any(m == "PATCH" and p.endswith(f"/pods/{hname('web')}/{subresource}")
+                                     for m, p, _ in clusters.host_server.requests[seen:]),
+                         f"the syncer's write to {subresource} of the host pod its cache still holds")
+        await syncer.wait_idle()
+        after = await clusters.host.get(PODS, hname("web"), HOST_NS)
+        events = (await clusters.virtual.list(EVENTS, "default"))["items"]
+    assert after["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
+    assert not after["spec"].get("ephemeralContainers")
+    assert after["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "100m"}}
+    assert not [e for e in events if e["reason"] == "SyncError"]  # no "host rejected" told to the tenant
+
+
 async def test_a_status_copy_to_a_pod_gone_meanwhile_is_no_failure(clusters: Clusters) -> None:
     # a status write answered 404 (the virtual pod was deleted since the cache saw it) has nothing left to do:
     # it is not an error retried with backoff

@@ -687,10 +687,10 @@ class PodReconciler:
             have = bool(hpod["spec"].get("ephemeralContainers"))
             eph = ([{"op": "add", "path": "/spec/ephemeralContainers/-", "value": c} for c in plan.ephemeral] if have
                    else [{"op": "add", "path": "/spec/ephemeralContainers", "value": plan.ephemeral}])
-            if await self._write_subresource(vpod, hname, "ephemeralcontainers", eph):
+            if await self._write_subresource(vpod, hname, huid, "ephemeralcontainers", eph):
                 what += [f"ephemeral container {c.get('name')}" for c in plan.ephemeral]
         resize = podupdate.resize_ops(hpod, plan.resize)
-        if resize and await self._write_subresource(vpod, hname, "resize", resize):
+        if resize and await self._write_subresource(vpod, hname, huid, "resize", resize):
             what += [f"resources of container {c['name']}" for c in plan.resize]
         if plan.host_conditions is not None:
             await self.host.patch(PODS, hname, {"status": {"conditions": plan.host_conditions}}, self.host_namespace,
@@ -701,15 +701,19 @@ class PodReconciler:
             log.info("updated host pod %s/%s from virtual pod %s/%s: %s changed", self.host_namespace, hname,
                      meta["namespace"], meta["name"], ", ".join(dict.fromkeys(what)))
 
-    async def _write_subresource(self, vpod: Obj, hname: str, subresource: str, ops: list[Obj]) -> bool:
-        """JSON-patch host pod `hname`'s `subresource` (`ephemeralcontainers`, `resize`). A host API server that
+    async def _write_subresource(self, vpod: Obj, hname: str, huid: str | None, subresource: str,
+                                 ops: list[Obj]) -> bool:
+        """JSON-patch host pod `hname`'s `subresource` (`ephemeralcontainers`, `resize`), naming the uid `huid` of
+        the host pod the cache holds: both strategies keep the patched uid (`dropNonEphemeralContainerUpdates`,
+        `dropNonResizeUpdates` in kubernetes' pkg/registry/core/pod/strategy.go), so `BeforeUpdate`'s common-field
+        validation refuses another pod put under the name (422, metadata.uid is immutable). A host API server that
         does not serve it (404 while the pod exists: `pods/resize` came with Kubernetes 1.33) is logged once and
         skipped from then on, so that the rest of the pod stays in sync. True when written."""
         if subresource in self._unserved:
             return False
         try:
             await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json",
-                                                            subresource=subresource))
+                                                            subresource=subresource, uid=huid))
         except ApiError as e:
             if not e.not_found or self.host_pods.get(f"{self.host_namespace}/{hname}") is None:
                 raise

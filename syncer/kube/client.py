@@ -394,8 +394,9 @@ class KubeClient:
         """PATCH an object with a merge (default), strategic, json or apply patch; returns the result. With `uid`,
         only the object of that uid: the patch sets `metadata.uid` to it (a merge patch names it, a JSON patch
         starts with a `replace` of it), which the API server refuses to change (`rest.BeforeUpdate`'s
-        common-field validation: 422, `other_object`). Not relied on for `ephemeralcontainers` and `resize`, whose
-        strategies rebuild the pod from the stored one (whether they keep the patched uid is not checked here).
+        common-field validation: 422, `other_object`). That holds for the pod subresources too: the `status`,
+        `ephemeralcontainers` and `resize` strategies rebuild the pod from the stored one but keep the patched uid
+        (kubernetes' pkg/registry/core/pod/strategy.go), and `BeforeUpdate` validates after them.
 
         Raises:
             ApiError: the request failed.
