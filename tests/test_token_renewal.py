@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from kubesim.tokens import whoami
+from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import PODS, SECRETS
 from syncer.manager import Syncer
@@ -113,6 +114,31 @@ async def test_a_failed_renewal_is_retried_and_shows_in_readyz(clusters: Cluster
         await eventually(lambda: token_of(annotations(clusters))[1] != first, "renewed once the server answers")
         await eventually(lambda: syncer.ready, "ready again")
         assert renewed(syncer, "renewed") == 1.0
+
+
+async def test_a_renewal_never_writes_the_tokens_into_a_host_pod_of_another_owner(clusters: Clusters) -> None:
+    # The syncer's host pod watch is down; someone on the host replaces the synced pod by their own of the same
+    # name. The tenant's fresh tokens must not land in that pod's annotations (whoever runs it could read them):
+    # the renewal's patch names the uid of the host pod the cache holds, which the API server refuses for another
+    # pod (422, metadata.uid is immutable), and the renewal counts as failed, to be retried.
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=LIFETIME) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        down = clusters.host_server.faults.fail(500, verb="watch", resource="pods", agent=DEFAULT_USER_AGENT,
+                                                times=1_000_000)  # down through the renewal and its retries
+        clusters.host_server.cut_watches()
+        await down.wait_hits(1)
+        await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)
+        theirs = await clusters.host.create(PODS, pod(hname("web"), namespace=HOST_NS), HOST_NS)
+        clock.advance(0.8 * LIFETIME)
+        await eventually(lambda: renewed(syncer, "failed") + renewed(syncer, "renewed") >= 1.0, "the renewal tried")
+        await syncer.wait_idle()
+        after = clusters.host_server.storage.get(PODS, HOST_NS, hname("web"))
+    assert after is not None and after["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
+    assert not [k for k in after["metadata"].get("annotations") or {} if k.startswith("vcluster.loft.sh/token-")]
+    assert renewed(syncer, "renewed") == 0.0 and renewed(syncer, "failed") >= 1.0
 
 
 async def test_tokens_in_a_secret_are_renewed_in_the_secret(clusters: Clusters) -> None:

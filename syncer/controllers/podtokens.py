@@ -191,7 +191,9 @@ class ServiceAccountTokens:
                 ann: Obj = {tokens.STATE_ANNOTATION: renewed.encode()}
             else:
                 ann = {**fresh, tokens.STATE_ANNOTATION: renewed.encode()}
-            await self.host.patch(PODS, hname, {"metadata": {"annotations": ann}}, self.host_namespace)
+            # only to the host pod the cache holds (its uid): never the tokens into another pod put under the name
+            await self.host.patch(PODS, hname, {"metadata": {"annotations": ann}}, self.host_namespace,
+                                  uid=hpod["metadata"].get("uid"))
         except (ApiError, ReconcileError) as e:
             self.failures += 1
             self.failing[key] = str(e)
