@@ -82,6 +82,10 @@ class FakeKubelet:
     def _enqueue(self, pod: Cached) -> None:
         self._queue.put_nowait(pod["metadata"]["name"])
 
+    def wake(self, name: str) -> None:
+        """Look at pod `name` again (its hold lifted: its events while held were passed over)."""
+        self._queue.put_nowait(name)
+
     async def run(self, stop: asyncio.Event) -> None:
         """Work until `stop` is set."""
         inf = asyncio.create_task(self.informer.run(stop))
@@ -103,7 +107,7 @@ class FakeKubelet:
             try:
                 await self._step(name, pod)
             except ApiError as e:
-                if e.not_found:  # gone: nothing left to do
+                if e.not_found or e.other_object:  # gone, or another pod now (its own events bring it): nothing to do
                     continue
                 if e.status != 409:  # a Conflict is routine: bound already (the next step reads the cache again)
                     log.warning("fake kubelet: %s", e)
@@ -111,15 +115,19 @@ class FakeKubelet:
                     asyncio.get_running_loop().call_later(RETRY_SECONDS, self._queue.put_nowait, name)
 
     async def _step(self, name: str, pod: Cached) -> None:
+        # Each write names the pod's uid, so a pod created again under the name since is left alone, as the real
+        # ones do: the kubelet's final delete (a UID precondition) and status patch (`statusutil.PatchPodStatus`
+        # sets metadata.uid), the scheduler's Binding (DefaultBinder sets its metadata.uid).
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        uid = pod["metadata"].get("uid")
         if pod["metadata"].get("deletionTimestamp"):
-            await self.client.delete(PODS, name, self.namespace, grace_period_seconds=0)
+            await self.client.delete(PODS, name, self.namespace, grace_period_seconds=0, uid=uid)
         elif not spec.get("nodeName"):
             if not spec.get("schedulingGates"):  # the scheduler leaves a gated pod alone
-                await self.client.bind(name, self.namespace, self.node)
+                await self.client.bind(name, self.namespace, self.node, uid=uid)
         elif not status.get("startTime"):
             await self.client.patch(PODS, name, {"status": running_status(pod, next(self._ips), self.host_ip)},
-                                    self.namespace, subresource="status")
+                                    self.namespace, subresource="status", uid=uid)
         else:
             ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
             want = ready_condition(pod, now_rfc3339())
@@ -127,4 +135,4 @@ class FakeKubelet:
                                                                                   want.get("message")):
                 conditions = [want if c.get("type") == "Ready" else c for c in status.get("conditions") or []]
                 await self.client.patch(PODS, name, {"status": {"conditions": conditions}}, self.namespace,
-                                        subresource="status")
+                                        subresource="status", uid=uid)

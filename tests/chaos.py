@@ -75,19 +75,19 @@ class Step:
 
 OPS = ("host_rc_put", "host_rc_delete", "virtual_rc_put", "virtual_rc_delete", "pod_create", "pod_delete",
        "pod_label", "config", "syncer_restart", "fault", "cut_watches", "expire_history", "server_restart",
-       "latency", "server_wipe", "host_pod_evict", "pod_image")
+       "latency", "server_wipe", "host_pod_evict", "pod_image", "host_pod_squat")
 
 
 def random_step(rng: random.Random) -> Step:
     """A random step, weighted towards user actions, for the soak."""
-    op = rng.choices(OPS, weights=(8, 3, 3, 2, 6, 3, 3, 1, 1, 4, 2, 1, 1, 1, 0.2, 1, 2))[0]
+    op = rng.choices(OPS, weights=(8, 3, 3, 2, 6, 3, 3, 1, 1, 4, 2, 1, 1, 1, 0.2, 1, 2, 2))[0]
     if op in ("host_rc_put", "virtual_rc_put"):
         return Step(op, rng.choice(RC_NAMES), rng.choice(ENVS))
     if op in ("host_rc_delete", "virtual_rc_delete"):
         return Step(op, rng.choice(RC_NAMES))
     if op == "pod_create":
         return Step(op, rng.choice(POD_NAMES), rng.choice((*RC_NAMES, "")))
-    if op in ("pod_delete", "pod_label", "host_pod_evict", "pod_image"):
+    if op in ("pod_delete", "pod_label", "host_pod_evict", "pod_image", "host_pod_squat"):
         return Step(op, rng.choice(POD_NAMES), str(rng.randint(0, 9)))
     if op == "config":
         return Step(op, rng.choice(tuple(SELECTORS)))
@@ -157,7 +157,10 @@ class Scenario:
         self._syncer_task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._clients: list[KubeClient] = []
-        self.squatter_rv = ""
+        # host pods of another owner, by name: (uid, the resourceVersion they were created with), which the syncer
+        # must never change (the first sits on SQUATTED_POD's host name; host_pod_squat puts more)
+        self.foreign: dict[str, tuple[str, str]] = {}
+        self.hold = {host_name(SQUATTED_POD, "default", VCLUSTER)}  # what the kubelet leaves alone: the foreign pods
 
     @property
     def config(self) -> SyncerConfig:
@@ -181,9 +184,11 @@ class Scenario:
         await self._seed_host()
         self._kubelet_stop = asyncio.Event()
         self._kubelet_task: asyncio.Task[None] | None = None
+        self._kubelet: FakeKubelet | None = None
         if self.kubelet:  # the squatter is another team's pod: it stays as it was created
             node = FakeKubelet(await self._client(self.host_kc, "host", KUBELET_AGENT), HOST_NS,
-                               hold={host_name(SQUATTED_POD, "default", VCLUSTER)})
+                               hold=self.hold)
+            self._kubelet = node
             self._kubelet_task = asyncio.create_task(node.run(self._kubelet_stop))
         await self._start_syncer()
         return self
@@ -197,7 +202,8 @@ class Scenario:
             try:
                 await self._create_or_get(NAMESPACES, {"metadata": {"name": HOST_NS}})
                 await create_vcluster_host_objects(self.host, HOST_NS, VCLUSTER)
-                self.squatter_rv = (await self._create_or_get(PODS, squatter, HOST_NS))["metadata"]["resourceVersion"]
+                meta = (await self._create_or_get(PODS, squatter, HOST_NS))["metadata"]
+                self.foreign[host_name(SQUATTED_POD, "default", VCLUSTER)] = (meta["uid"], meta["resourceVersion"])
                 return
             except ApiError as e:
                 if not e.transient or attempt == 20:
@@ -289,6 +295,30 @@ class Scenario:
                 return  # none, or the other team's pod
             self._host_pods_go([h])
             await self.host.delete(PODS, h["metadata"]["name"], HOST_NS)
+        elif s.op == "host_pod_squat":
+            # Another owner takes a synced pod's host name while the syncer's host pod watch is down (its next three
+            # watches refused), and the tenant changes the pod meanwhile: the syncer's cache still holds its own
+            # host pod when it reconciles the change, and must not write the other owner's.
+            hname = host_name(s.a, "default", VCLUSTER)
+            h = self._objs(self.host_server, PODS, HOST_NS).get(hname)
+            if h is None or not (h["metadata"].get("annotations") or {}).get(OBJECT_NAME):
+                return  # none, or another owner's already
+            self.host_server.faults.fail(500, verb="watch", resource="pods", agent=SYNCER_AGENT, times=3)
+            self.host_server.cut_watches()
+            self._host_pods_go([h])
+            self.hold.add(hname)  # the kubelet leaves the other owner's pod as it was created
+            try:
+                await self.host.delete(PODS, hname, HOST_NS, grace_period_seconds=0)
+                theirs = await self.host.create(PODS, {"metadata": {"name": hname}, "spec": {"containers": [
+                    {"name": "app", "image": "other-team/app"}]}}, HOST_NS)
+            except ApiError:  # refused by a fault, or the syncer was first to the name again: no squatter
+                self.hold.discard(hname)
+                if self._kubelet is not None:
+                    self._kubelet.wake(hname)  # whatever pod holds the name now
+                raise
+            self.foreign[hname] = (theirs["metadata"]["uid"], theirs["metadata"]["resourceVersion"])
+            self.report.faults["host pod name taken by another owner"] += 1
+            await self.virtual.patch(PODS, s.a, {"metadata": {"labels": {"rev": s.b}}}, "default")
         elif s.op == "pod_label":
             await self.virtual.patch(PODS, s.a, {"metadata": {"labels": {"rev": s.b}}}, "default")
         elif s.op == "pod_image":  # a container's image is one of the few fields of a pod that may change
@@ -319,6 +349,7 @@ class Scenario:
         elif s.op == "server_wipe":  # restarted with an empty store, as after losing etcd
             if s.a == "host":  # read before the wipe; any may start while the restart is under way
                 self._host_pods_go(list(self._objs(self.host_server, PODS, HOST_NS).values()), bound_only=False)
+                self.hold.intersection_update({host_name(SQUATTED_POD, "default", VCLUSTER)})  # squatters go too
             await self._server(s.a).restart(wipe=True)
             self.report.faults["API server restart, state wiped"] += 1
             self.report.restarts += 1
@@ -498,9 +529,10 @@ class Scenario:
         for hname, h in hpods.items():
             ann = h["metadata"].get("annotations") or {}
             vname = ann.get(OBJECT_NAME)
-            if hname == host_name(SQUATTED_POD, "default", VCLUSTER) and not vname:
-                if h["metadata"]["resourceVersion"] != self.squatter_rv:
-                    out.append("the host pod of another owner was modified")
+            uid, rv = self.foreign.get(hname, ("", ""))
+            if h["metadata"]["uid"] == uid:  # another owner's: whatever it says, it stays as it was created
+                if h["metadata"]["resourceVersion"] != rv:
+                    out.append(f"host pod {hname} of another owner was modified")
                 continue
             if vname not in vpods and self._gate(str(vname), h["spec"].get("runtimeClassName") or "", host_rcs)[0]:
                 out.append(f"host pod {hname}: its virtual pod is gone but it was not deleted")

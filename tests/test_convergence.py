@@ -35,7 +35,7 @@ steps = st.one_of(
               st.sampled_from(ENVS)),
     st.builds(Step, st.sampled_from(("host_rc_delete", "virtual_rc_delete")), st.sampled_from(RC_NAMES)),
     st.builds(Step, st.just("pod_create"), st.sampled_from(POD_NAMES), st.sampled_from((*RC_NAMES, ""))),
-    st.builds(Step, st.sampled_from(("pod_delete", "pod_label", "host_pod_evict", "pod_image")),
+    st.builds(Step, st.sampled_from(("pod_delete", "pod_label", "host_pod_evict", "pod_image", "host_pod_squat")),
               st.sampled_from(POD_NAMES), st.sampled_from(("1", "2"))),
     st.builds(Step, st.just("config"), st.sampled_from(tuple(SELECTORS))),
     st.builds(Step, st.just("syncer_restart")),
