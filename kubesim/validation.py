@@ -149,8 +149,13 @@ def validate_owner_references(refs: Any) -> list[FieldError]:
 # ---------------------------------------------------------------------------------------------- pods
 
 def validate_pod(pod: Obj) -> list[FieldError]:
-    """`ValidatePodCreate`: object metadata and `ValidatePodSpec` for the fields the syncer writes."""
-    return validate_object_meta(pod.get("metadata") or {}) + validate_pod_spec(pod.get("spec") or {}, "spec")
+    """`ValidatePodCreate`: object metadata and `ValidatePodSpec` for the fields the syncer writes, then no ephemeral
+    containers: they are added through `pods/ephemeralcontainers` only ("cannot be set on create")."""
+    spec = pod.get("spec") or {}
+    errs = validate_object_meta(pod.get("metadata") or {}) + validate_pod_spec(spec, "spec")
+    if spec.get("ephemeralContainers"):
+        errs.append(fe.forbidden("spec.ephemeralContainers", "cannot be set on create"))
+    return errs
 
 
 def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:

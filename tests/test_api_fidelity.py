@@ -115,6 +115,9 @@ CREATE_CASES: list[tuple[str, Obj, str]] = [
      "metadata.annotations: Invalid value: \"a b\": name part must consist of alphanumeric characters, '-', '_' or "
      "'.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
      "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+    # kubernetes' ValidatePodCreate: ephemeral containers come through pods/ephemeralcontainers only
+    ("ephemeral containers", with_spec(ephemeralContainers=[{"name": "debugger", "image": "busybox:1.36"}]),
+     "spec.ephemeralContainers: Forbidden: cannot be set on create"),
 ]
 
 

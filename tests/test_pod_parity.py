@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from syncer.kube.resources import EVENTS, NAMESPACES, PODS, SERVICES
-from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc_config, running_syncer
+from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICES
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc, rc_config, running_syncer
 from tests.test_pod_lifecycle import kubelet, running, virtual_pod
 from tests.test_pod_sync import hname, host_pods
 
@@ -122,6 +122,29 @@ async def test_spec_changes_reach_the_host_pod(clusters: Clusters) -> None:
                                      patch_type="json", subresource="resize")
         await eventually(lambda: host(clusters, "web")["spec"]["containers"][0]["resources"]
                          == {"requests": {"cpu": "200m"}}, "the host pod resized")
+
+
+async def test_a_pod_debugged_before_it_reaches_the_host_gets_its_debug_container_there(clusters: Clusters) -> None:
+    # A tenant runs `kubectl debug` on a pod the gate keeps out; the platform team then lets its class through. The
+    # host API server takes ephemeral containers through pods/ephemeralcontainers only (kubernetes'
+    # ValidatePodCreate: "spec.ephemeralContainers: Forbidden: cannot be set on create"): the host pod is created
+    # without it and given it right after, instead of a create refused for as long as the pod has one (vcluster
+    # puts them in the create).
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "production"}))
+    async with running_syncer(clusters, rc_config({"matchLabels": {"environment": "development"}})) as syncer:
+        await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
+        await eventually(lambda: any(e["reason"] == "SyncWarning" for e in clusters.virtual_server.storage.objects(
+            EVENTS).values()), "web kept out by the gate")
+        debug = {"name": "debugger", "image": "busybox:1.36"}
+        await clusters.virtual.patch(PODS, "web", [{"op": "add", "path": "/spec/ephemeralContainers", "value": [
+            debug]}], "default", patch_type="json", subresource="ephemeralcontainers")
+        await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"environment": "development"}}})
+        await eventually(lambda: [c["name"] for c in (clusters.host_server.storage.get(PODS, HOST_NS, hname("web"))
+                                                      or {"spec": {}})["spec"].get("ephemeralContainers") or []]
+                         == ["debugger"], "the debug container on the host pod")
+        await syncer.wait_idle()
+        errors = [e for e in clusters.virtual_server.storage.objects(EVENTS).values() if e["reason"] == "SyncError"]
+    assert errors == []
 
 
 async def test_host_paths_that_would_show_every_pods_logs_are_rewritten(clusters: Clusters) -> None:

@@ -441,7 +441,12 @@ class PodReconciler:
         if missing:
             return await self._wait(vpod, missing)
         secret = await self.tokens.apply(vpod, desired)
-        created = await self._create_host(vpod, desired, resolution.runtime_class)
+        # A pod debugged before its host pod is created (kept out by the gate until then, or its unstarted host pod
+        # gone): the API server takes ephemeral containers through pods/ephemeralcontainers only (ValidatePodCreate:
+        # "cannot be set on create"), so the create leaves them out and the reconcile of its echo adds them. vcluster
+        # sends them in the create, which the host refuses for as long as the pod has them.
+        later = bool((desired.get("spec") or {}).pop("ephemeralContainers", None))
+        created = await self._create_host(vpod, desired, resolution.runtime_class, settled=not later)
         if created is None:  # another pod holds the host name: look again, it may go (vcluster retries with backoff)
             return WAIT_RECHECK
         self._waiting.pop(object_key(vpod), None)
@@ -810,9 +815,10 @@ class PodReconciler:
         log.info("%s", message)
         await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
 
-    async def _create_host(self, vpod: Obj, desired: Obj, rc_name: str) -> Obj | None:
+    async def _create_host(self, vpod: Obj, desired: Obj, rc_name: str, *, settled: bool = True) -> Obj | None:
         """Create the host pod; returns it as created, or None when another pod holds its name: then a SyncError
-        says whose (once per message while the pod is kept out; the caller looks again after WAIT_RECHECK)."""
+        says whose (once per message while the pod is kept out; the caller looks again after WAIT_RECHECK). Unless
+        `settled` (the created pod is all the pod needs until it changes), the reconcile of its echo looks again."""
         hname = desired["metadata"]["name"]
         try:
             created = await self._write(vpod, lambda: self.host.create(PODS, desired, self.host_namespace))
@@ -836,8 +842,9 @@ class PodReconciler:
                 w.warned = msg
             return None
         self.metrics.pods_synced.labels(rc_name).inc()
-        self._created[object_key(vpod)] = (_rv(vpod), _rv(created))
-        self.own_writes.created(created, object_key(vpod))  # its echo wakes nobody: _create returns the requeue
+        if settled:
+            self._created[object_key(vpod)] = (_rv(vpod), _rv(created))
+            self.own_writes.created(created, object_key(vpod))  # its echo wakes nobody: _create returns the requeue
         log.info("created host pod %s/%s from virtual pod %s/%s (%s)", self.host_namespace, hname,
                  vpod["metadata"]["namespace"], vpod["metadata"]["name"],
                  f'runtime class "{rc_name}" allowed' if rc_name else "no runtime class")
