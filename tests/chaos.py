@@ -75,19 +75,19 @@ class Step:
 
 OPS = ("host_rc_put", "host_rc_delete", "virtual_rc_put", "virtual_rc_delete", "pod_create", "pod_delete",
        "pod_label", "config", "syncer_restart", "fault", "cut_watches", "expire_history", "server_restart",
-       "latency", "server_wipe", "host_pod_evict", "pod_image", "host_pod_squat")
+       "latency", "server_wipe", "host_pod_evict", "pod_image", "host_pod_squat", "pod_debug")
 
 
 def random_step(rng: random.Random) -> Step:
     """A random step, weighted towards user actions, for the soak."""
-    op = rng.choices(OPS, weights=(8, 3, 3, 2, 6, 3, 3, 1, 1, 4, 2, 1, 1, 1, 0.2, 1, 2, 2))[0]
+    op = rng.choices(OPS, weights=(8, 3, 3, 2, 6, 3, 3, 1, 1, 4, 2, 1, 1, 1, 0.2, 1, 2, 2, 1))[0]
     if op in ("host_rc_put", "virtual_rc_put"):
         return Step(op, rng.choice(RC_NAMES), rng.choice(ENVS))
     if op in ("host_rc_delete", "virtual_rc_delete"):
         return Step(op, rng.choice(RC_NAMES))
     if op == "pod_create":
         return Step(op, rng.choice(POD_NAMES), rng.choice((*RC_NAMES, "")))
-    if op in ("pod_delete", "pod_label", "host_pod_evict", "pod_image", "host_pod_squat"):
+    if op in ("pod_delete", "pod_label", "host_pod_evict", "pod_image", "host_pod_squat", "pod_debug"):
         return Step(op, rng.choice(POD_NAMES), str(rng.randint(0, 9)))
     if op == "config":
         return Step(op, rng.choice(tuple(SELECTORS)))
@@ -319,6 +319,15 @@ class Scenario:
             self.foreign[hname] = (theirs["metadata"]["uid"], theirs["metadata"]["resourceVersion"])
             self.report.faults["host pod name taken by another owner"] += 1
             await self.virtual.patch(PODS, s.a, {"metadata": {"labels": {"rev": s.b}}}, "default")
+        elif s.op == "pod_debug":  # kubectl debug: an ephemeral container, through the pod's subresource only
+            v = self._objs(self.virtual_server, PODS, "default").get(s.a)
+            if v is None:
+                return
+            debug = {"name": f"debug-{s.b}", "image": "busybox:1.36"}
+            ops = ([{"op": "add", "path": "/spec/ephemeralContainers/-", "value": debug}]
+                   if v["spec"].get("ephemeralContainers") else
+                   [{"op": "add", "path": "/spec/ephemeralContainers", "value": [debug]}])
+            await self.virtual.patch(PODS, s.a, ops, "default", patch_type="json", subresource="ephemeralcontainers")
         elif s.op == "pod_label":
             await self.virtual.patch(PODS, s.a, {"metadata": {"labels": {"rev": s.b}}}, "default")
         elif s.op == "pod_image":  # a container's image is one of the few fields of a pod that may change
@@ -517,6 +526,11 @@ class Scenario:
                 images = [c.get("image") for c in h["spec"].get("containers") or []]
                 if images != (vimages := [c.get("image") for c in v["spec"].get("containers") or []]):
                     out.append(f"pod {name}: host images {images} != the virtual pod's {vimages}")
+                # and so do its ephemeral containers (vcluster's syncEphemeralContainers), a host pod created after
+                # them included (kube-apiserver takes them only through the subresource)
+                debug = [c.get("name") for c in h["spec"].get("ephemeralContainers") or []]
+                if debug != (vdebug := [c.get("name") for c in v["spec"].get("ephemeralContainers") or []]):
+                    out.append(f"pod {name}: host ephemeral containers {debug} != the virtual pod's {vdebug}")
                 # section 3, lifecycle: the host status is copied back, and the virtual pod is bound to its node
                 seen = {k: (v.get("status") or {}).get(k) for k in STATUS_SEEN}
                 if seen != (want_status := {k: (h.get("status") or {}).get(k) for k in STATUS_SEEN}):
