@@ -798,8 +798,11 @@ class EmbeddedAPIServer:
         if ctype == "application/json-patch+json":
             try:
                 patched = jsonpatch.apply_patch(old, body)
-            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError) as e:
-                raise StatusError(422, f"the JSON patch could not be applied: {e}", "Invalid") from None
+            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError):
+                # kubernetes' patch.go applyJSPatch: any failure to apply (a failed `test`, a missing path) is
+                # errors.NewGenericServerResponse(422, ...), whose message is the generic one of its code
+                raise StatusError(422, "the server rejected our request due to an error in our request",
+                                  "Invalid") from None
         elif ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json",
                        "application/apply-patch+yaml"):
             if not isinstance(body, dict):

@@ -384,3 +384,16 @@ async def test_owner_references_need_their_four_fields(clusters: Clusters) -> No
         await clusters.host.create(PODS, bad, NS)
     assert err.value.message == ('Pod "p" is invalid: metadata.ownerReferences.apiVersion: Invalid value: "apps/": '
                                  "version must not be empty")
+
+
+async def test_a_json_patch_that_does_not_apply_is_refused_with_kube_apiservers_words(clusters: Clusters) -> None:
+    # kubernetes' apiserver handlers/patch.go, applyJSPatch: errors.NewGenericServerResponse(422, ...), whose message
+    # is the code's generic one; kubectl shows it as "The request is invalid: the server rejected our request due to
+    # an error in our request" (kubernetes-client/javascript issue 2095)
+    await clusters.host.create(PODS, pod("p"), NS)
+    for ops in ([{"op": "test", "path": "/metadata/labels/a", "value": "x"}],
+                [{"op": "replace", "path": "/spec/containers/5/image", "value": "nginx:1.28"}]):
+        with pytest.raises(ApiError) as err:
+            await clusters.host.patch(PODS, "p", ops, NS, patch_type="json")
+        assert (err.value.status, err.value.reason, err.value.message) == (
+            422, "Invalid", "the server rejected our request due to an error in our request")
