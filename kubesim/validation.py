@@ -283,6 +283,24 @@ def _validate_containers(spec: Obj, volumes: set[str], path: str) -> list[FieldE
             errs += validate_env(c.get("env"), f"{at}.env")
             errs += _validate_env_from(c.get("envFrom"), f"{at}.envFrom")
             errs += _validate_mounts(c.get("volumeMounts"), volumes, f"{at}.volumeMounts")
+            if field == "ephemeralContainers":
+                errs += _validate_ephemeral_only(c, at)
+    return errs
+
+
+# What an app container may have and an ephemeral one may not, in the order of the fields of kubernetes'
+# EphemeralContainerCommon (validateEphemeralContainers' validateFieldAllowList)
+EPHEMERAL_FORBIDDEN = ("ports", "resources", "resizePolicy", "restartPolicy", "livenessProbe", "readinessProbe",
+                       "startupProbe", "lifecycle")
+
+
+def _validate_ephemeral_only(c: Obj, at: str) -> list[FieldError]:
+    """`validateEphemeralContainers`' own rules: none of EPHEMERAL_FORBIDDEN, and no volume mount `subPath` or
+    `subPathExpr` (bind mounts that would outlive the container), each "cannot be set for an Ephemeral Container"."""
+    detail = "cannot be set for an Ephemeral Container"
+    errs = [fe.forbidden(f"{at}.{k}", detail) for k in EPHEMERAL_FORBIDDEN if c.get(k)]
+    for i, vm in _dicts(c.get("volumeMounts")):
+        errs += [fe.forbidden(f"{at}.volumeMounts[{i}].{k}", detail) for k in ("subPath", "subPathExpr") if vm.get(k)]
     return errs
 
 

@@ -397,3 +397,19 @@ async def test_a_json_patch_that_does_not_apply_is_refused_with_kube_apiservers_
             await clusters.host.patch(PODS, "p", ops, NS, patch_type="json")
         assert (err.value.status, err.value.reason, err.value.message) == (
             422, "Invalid", "the server rejected our request due to an error in our request")
+
+
+async def test_an_ephemeral_container_is_refused_what_only_app_containers_may_have(clusters: Clusters) -> None:
+    # kubernetes' validateEphemeralContainers (pkg/apis/core/validation): ports, probes, lifecycle, resources are
+    # not in its allow list, and a volume mount subPath is refused outright
+    p = pod("p")
+    p["spec"]["volumes"] = [{"name": "v", "emptyDir": {}}]
+    await clusters.host.create(PODS, p, NS)
+    debug = {"name": "debugger", "image": "busybox:1.36", "ports": [{"containerPort": 80}],
+             "volumeMounts": [{"name": "v", "mountPath": "/etc/hosts", "subPath": "hosts"}]}
+    with pytest.raises(ApiError) as err:
+        await clusters.host.patch(PODS, "p", [{"op": "add", "path": "/spec/ephemeralContainers", "value": [debug]}],
+                                  NS, patch_type="json", subresource="ephemeralcontainers")
+    assert (err.value.status, err.value.message) == (422, (
+        'Pod "p" is invalid: [spec.ephemeralContainers[0].ports: Forbidden: cannot be set for an Ephemeral Container, '
+        "spec.ephemeralContainers[0].volumeMounts[0].subPath: Forbidden: cannot be set for an Ephemeral Container]"))

@@ -147,6 +147,25 @@ async def test_a_pod_debugged_before_it_reaches_the_host_gets_its_debug_containe
     assert errors == []
 
 
+async def test_a_statefulset_pod_can_be_debugged(clusters: Clusters) -> None:
+    # A StatefulSet's pod has a hostname and subdomain, so its host pod gets the /etc/hosts rewrite (hosts.go). vcluster
+    # mounts the rewritten file in ephemeral containers too, with a subPath, which kube-apiserver refuses there
+    # (validateEphemeralContainers: "cannot be set for an Ephemeral Container"): kubectl debug of such a pod would
+    # fail on the host. The debug container goes to the host pod without that mount.
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("web-0", hostname="web-0", subdomain="web"), "default")
+        await host_pods(clusters, lambda o: hname("web-0") in o, "web-0 on the host")
+        debug = {"name": "debugger", "image": "busybox:1.36"}
+        await clusters.virtual.patch(PODS, "web-0", [{"op": "add", "path": "/spec/ephemeralContainers", "value": [
+            debug]}], "default", patch_type="json", subresource="ephemeralcontainers")
+        await eventually(lambda: [c["name"] for c in host(clusters, "web-0")["spec"].get("ephemeralContainers") or []]
+                         == ["debugger"], "the debug container on the host pod")
+        await syncer.wait_idle()
+        errors = [e for e in clusters.virtual_server.storage.objects(EVENTS).values() if e["reason"] == "SyncError"]
+    assert errors == []
+    assert host(clusters, "web-0")["metadata"]["annotations"]["vcluster.loft.sh/hosts-rewritten"] == "true"
+
+
 async def test_host_paths_that_would_show_every_pods_logs_are_rewritten(clusters: Clusters) -> None:
     # hostpath.go: always, so a tenant's log shipper sees only its vcluster's pods
     p = pod("shipper", volumes=[{"name": "logs", "hostPath": {"path": "/var/log/pods"}}])

@@ -6,8 +6,12 @@ name a host Service that does not exist, so `subdomain` is removed; with `sync.t
 (default true) an init container `vcluster-rewrite-hosts` (image `rewriteHosts.initContainer.image`, default
 `mirror.gcr.io/library/alpine:3.20`; resources from `initContainer.resources`) writes an `/etc/hosts` in which
 the pod's hostname line also names `<hostname>.<subdomain>.<namespace>.svc.<cluster domain>`, on an
-`emptyDir` volume `vcluster-rewrite-hosts` mounted at `/etc/hosts` (subPath `hosts`) in every other container;
-the host pod is annotated `vcluster.loft.sh/hosts-rewritten: "true"`. The init container runs as uid/gid
+`emptyDir` volume `vcluster-rewrite-hosts` mounted at `/etc/hosts` (subPath `hosts`) in every other app and init
+container; the host pod is annotated `vcluster.loft.sh/hosts-rewritten: "true"`. Not in ephemeral containers
+(**deliberately different:** vcluster mounts it there too, but kube-apiserver refuses a volume mount `subPath` in
+an ephemeral container, `validateEphemeralContainers`: "cannot be set for an Ephemeral Container", so every
+`kubectl debug` of a StatefulSet's pod would be refused by the host; a debug container sees the kubelet's
+`/etc/hosts`). The init container runs as uid/gid
 1001 (vcluster's default when it runs as root), non-root, without privilege escalation or capabilities,
 with the RuntimeDefault seccomp profile, so a `restricted` host namespace admits it.
 A pod annotated `vcluster.loft.sh/disable-subdomain-rewrite: "true"` is left without it (**deliberately
@@ -48,7 +52,7 @@ def rewrite_hosts(spec: Obj, annotations: Obj, *, namespace: str, cluster_domain
         init["resources"] = {k: dict(v) for k, v in resources.items() if v}
     spec["volumes"] = [*(spec.get("volumes") or []), {"name": VOLUME, "emptyDir": {}}]
     mount = {"mountPath": "/etc/hosts", "name": VOLUME, "subPath": "hosts"}
-    for field in ("containers", "initContainers", "ephemeralContainers"):
+    for field in ("containers", "initContainers"):  # not ephemeral ones: see the module's docstring
         for c in spec.get(field) or []:
             if isinstance(c, dict):
                 c["volumeMounts"] = [*(c.get("volumeMounts") or []), dict(mount)]
