@@ -366,6 +366,31 @@ async def test_a_subresource_write_to_a_host_pod_of_another_owner_behind_a_stale
     assert not [e for e in events if e["reason"] == "SyncError"]  # no "host rejected" told to the tenant
 
 
+async def test_a_debug_container_for_a_host_pod_gone_behind_a_stale_cache_does_not_turn_debugging_off(
+        clusters: Clusters) -> None:
+    # The host pod is deleted while the syncer's host pod watch is down, and the tenant debugs the pod: the write to
+    # pods/ephemeralcontainers gets 404 because the pod is gone, not because the host lacks the subresource (which
+    # would turn debug-container sync off for good). Once the watch is back the pod, never started, is synced again
+    # and its debug container follows.
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        await hold_watch_down(clusters.host_server, "pods")
+        await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)
+        seen = len(clusters.host_server.requests)
+        await clusters.virtual.patch(PODS, "web", DEBUG, "default", patch_type="json",
+                                     subresource="ephemeralcontainers")
+        await eventually(lambda: any(m == "PATCH" and p.endswith("/ephemeralcontainers")
+                                     for m, p, _ in clusters.host_server.requests[seen:]), "the write, answered 404")
+        await syncer.wait_idle()
+        clock.advance(60)  # the watch back: the host pod is gone, and the pod was never started
+        await eventually(lambda: [c["name"] for c in (clusters.host_server.storage.get(PODS, HOST_NS, hname("web"))
+                                                      or {"spec": {}})["spec"].get("ephemeralContainers") or []]
+                         == ["debugger"], "the debug container on the new host pod")
+
+
 async def test_a_status_copy_to_a_pod_gone_meanwhile_is_no_failure(clusters: Clusters) -> None:
     # a status write answered 404 (the virtual pod was deleted since the cache saw it) has nothing left to do:
     # it is not an error retried with backoff

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from syncer.kube.clock import FakeClock
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICES
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc, rc_config, running_syncer
 from tests.test_pod_lifecycle import kubelet, running, virtual_pod
@@ -80,9 +81,11 @@ async def test_a_readiness_gate_set_in_the_virtual_cluster_makes_the_pod_ready(c
 async def test_namespace_labels_and_the_vcluster_service_as_owner(clusters: Clusters) -> None:
     # vcluster's HostLabelNamespace (tenant NetworkPolicies and namespaceSelectors select on it) and
     # GetOwnerReference (uninstalling the vcluster removes its tenants' pods)
+    # The relabel comes before anything else changes the pods: the host pod as just created must not be taken as up
+    # to date with the namespace (on the injected clock no later recheck would hide that).
     key = "vcluster.loft.sh/ns-label-test-x-" + hashlib.sha256(b"team").hexdigest()[:10]
     await clusters.virtual.create(NAMESPACES, {"metadata": {"name": "shop", "labels": {"team": "a"}}})
-    async with running_syncer(clusters, rc_config()):
+    async with running_syncer(clusters, rc_config(), clock=FakeClock()):
         await clusters.virtual.create(PODS, pod("web", namespace="shop"), "shop")
         hp = (await host_pods(clusters, lambda o: hname("web", "shop") in o, "web on the host"))[hname("web", "shop")]
         assert hp["metadata"]["labels"][key] == "a"

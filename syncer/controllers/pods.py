@@ -235,11 +235,11 @@ class PodReconciler:
                                            host_secrets=self.host_objects[SECRET], lifetime=token_lifetime,
                                            clock=self.clock)
         self._skipped: dict[str, str] = {}  # malformed virtual pods already logged, by resourceVersion
-        # pods whose host pod this process just created: key -> (virtual, host) resourceVersion then. A reconcile
-        # that finds both unchanged skips the comparison (it was made by the create); popped by the next
-        # reconcile of the key. The create's own watch event enqueues nothing (own_writes), unless it arrived
-        # before the create returned.
-        self._created: dict[str, tuple[str, str]] = {}
+        # pods whose host pod this process just created: key -> the resourceVersions of the virtual pod, the host
+        # pod and the virtual namespace (whose labels the host pod carries) then. A reconcile that finds all three
+        # unchanged skips the comparison (it was made by the create); popped by the next reconcile of the key. The
+        # create's own watch event enqueues nothing (own_writes), unless it arrived before the create returned.
+        self._created: dict[str, tuple[str, str, str]] = {}
         self.own_writes = OwnWrites()  # the host pods this process created, by key and resourceVersion
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects or a taken host name, by key
@@ -399,7 +399,8 @@ class PodReconciler:
                 return await self._create(vpod, resolution)
             case podplan.Update(decision):
                 assert vpod is not None and hpod is not None
-                return await self._update(vpod, hpod, decision, unchanged=created == (_rv(vpod), _rv(hpod)))
+                return await self._update(vpod, hpod, decision, unchanged=created == (
+                    _rv(vpod), _rv(hpod), _rv(self.namespaces.get(namespace))))
         return None
 
     # ------------------------------------------------------------------ the cases
@@ -437,6 +438,7 @@ class PodReconciler:
             return NODE_RECHECK
         default = resolution.runtime_class if resolution.defaulted else ""
         desired, deps = self._translate(vpod, default)
+        namespace_version = _rv(self.namespaces.get(vpod["metadata"]["namespace"]))  # the labels translated
         missing = self._missing(vpod, deps)
         if missing:
             return await self._wait(vpod, missing)
@@ -446,7 +448,8 @@ class PodReconciler:
         # "cannot be set on create"), so the create leaves them out and the reconcile of its echo adds them. vcluster
         # sends them in the create, which the host refuses for as long as the pod has them.
         later = bool((desired.get("spec") or {}).pop("ephemeralContainers", None))
-        created = await self._create_host(vpod, desired, resolution.runtime_class, settled=not later)
+        created = await self._create_host(vpod, desired, resolution.runtime_class,
+                                          settled=None if later else namespace_version)
         if created is None:  # another pod holds the host name: look again, it may go (vcluster retries with backoff)
             return WAIT_RECHECK
         self._waiting.pop(object_key(vpod), None)
@@ -713,20 +716,32 @@ class PodReconciler:
         `dropNonResizeUpdates` in kubernetes' pkg/registry/core/pod/strategy.go), so `BeforeUpdate`'s common-field
         validation refuses another pod put under the name (422, metadata.uid is immutable). A host API server that
         does not serve it (404 while the pod exists: `pods/resize` came with Kubernetes 1.33) is logged once and
-        skipped from then on, so that the rest of the pod stays in sync. True when written."""
+        skipped from then on, so that the rest of the pod stays in sync; whether the pod exists is read from the
+        host, not the cache, which still holds a pod deleted a moment ago. True when written."""
         if subresource in self._unserved:
             return False
         try:
             await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json",
                                                             subresource=subresource, uid=huid))
         except ApiError as e:
-            if not e.not_found or self.host_pods.get(f"{self.host_namespace}/{hname}") is None:
-                raise
+            if not e.not_found or not await self._host_pod_is(hname, huid):
+                raise  # a 404 of a pod gone (or replaced) since the cache saw it: its watch event brings the rest
             self._unserved.add(subresource)
             log.warning("the host API server does not serve pods/%s (%s); changes that need it are not synced to "
                         "host pods", subresource, e)
             return False
         return True
+
+    async def _host_pod_is(self, hname: str, huid: str | None) -> bool:
+        """Whether host pod `hname` exists with uid `huid`, read from the host API server (a rare error path: the
+        cache may be behind). Raises ApiError when the read fails otherwise than with 404."""
+        try:
+            live = await self.host.get(PODS, hname, self.host_namespace)
+        except ApiError as e:
+            if e.not_found:
+                return False
+            raise
+        return bool((live.get("metadata") or {}).get("uid") == huid)
 
     async def _bind(self, vpod: Obj, node: str | None) -> Exception | None:
         """Bind the virtual pod to the host pod's node (`pods/binding`, as a scheduler does) unless it is
@@ -815,10 +830,11 @@ class PodReconciler:
         log.info("%s", message)
         await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
 
-    async def _create_host(self, vpod: Obj, desired: Obj, rc_name: str, *, settled: bool = True) -> Obj | None:
+    async def _create_host(self, vpod: Obj, desired: Obj, rc_name: str, *, settled: str | None) -> Obj | None:
         """Create the host pod; returns it as created, or None when another pod holds its name: then a SyncError
-        says whose (once per message while the pod is kept out; the caller looks again after WAIT_RECHECK). Unless
-        `settled` (the created pod is all the pod needs until it changes), the reconcile of its echo looks again."""
+        says whose (once per message while the pod is kept out; the caller looks again after WAIT_RECHECK).
+        `settled`: the resourceVersion of the virtual namespace whose labels `desired` carries, when the created
+        pod is all the pod needs until one of them changes; None: the reconcile of its echo looks again."""
         hname = desired["metadata"]["name"]
         try:
             created = await self._write(vpod, lambda: self.host.create(PODS, desired, self.host_namespace))
@@ -842,8 +858,8 @@ class PodReconciler:
                 w.warned = msg
             return None
         self.metrics.pods_synced.labels(rc_name).inc()
-        if settled:
-            self._created[object_key(vpod)] = (_rv(vpod), _rv(created))
+        if settled is not None:
+            self._created[object_key(vpod)] = (_rv(vpod), _rv(created), settled)
             self.own_writes.created(created, object_key(vpod))  # its echo wakes nobody: _create returns the requeue
         log.info("created host pod %s/%s from virtual pod %s/%s (%s)", self.host_namespace, hname,
                  vpod["metadata"]["namespace"], vpod["metadata"]["name"],
