@@ -329,6 +329,34 @@ async def test_a_host_pod_of_another_owner_put_under_the_name_behind_a_stale_cac
     assert after["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
 
 
+async def test_an_image_change_that_does_not_apply_to_another_owners_pod_is_no_host_refusal(
+        clusters: Clusters) -> None:
+    # As above, with an image change: its JSON patch tests the container's name first, which fails on the other
+    # owner's pod (kube-apiserver's generic 422, with no uid in it). The host is read to tell that from a real
+    # refusal, so the tenant is not told the host rejected the pod.
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        await hold_watch_down(clusters.host_server, "pods")
+        await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)
+        theirs = pod(hname("web"), namespace=HOST_NS)
+        theirs["spec"]["containers"][0]["name"] = "their-app"
+        theirs = await clusters.host.create(PODS, theirs, HOST_NS)
+        seen = len(clusters.host_server.requests)
+        await clusters.virtual.patch(PODS, "web", [{"op": "replace", "path": "/spec/containers/0/image",
+                                                    "value": "nginx:1.28"}], "default", patch_type="json")
+        await eventually(lambda: any(m == "PATCH" and p.endswith(f"/pods/{hname('web')}")
+                                     for m, p, _ in clusters.host_server.requests[seen:]),
+                         "the syncer's patch for the host pod its cache still holds")
+        await syncer.wait_idle()
+        after = await clusters.host.get(PODS, hname("web"), HOST_NS)
+        events = (await clusters.virtual.list(EVENTS, "default"))["items"]
+    assert after["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
+    assert not [e for e in events if e["reason"] == "SyncError"]
+
+
 # A tenant's `kubectl debug` and an in-place resize, each a write to a subresource of the host pod
 DEBUG = [{"op": "add", "path": "/spec/ephemeralContainers", "value": [{"name": "debugger", "image": "busybox:1.36"}]}]
 RESIZE = [{"op": "replace", "path": "/spec/containers/0/resources", "value": {"requests": {"cpu": "200m"}}}]

@@ -689,7 +689,7 @@ class PodReconciler:
         if plan.host_ops:
             ops = plan.host_ops
             await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json",
-                                                            uid=huid))
+                                                            uid=huid), written=(hname, huid))
             what += [str(op.get("path")) for op in ops if op.get("op") != "test"]
         if plan.ephemeral:
             have = bool(hpod["spec"].get("ephemeralContainers"))
@@ -722,7 +722,8 @@ class PodReconciler:
             return False
         try:
             await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json",
-                                                            subresource=subresource, uid=huid))
+                                                            subresource=subresource, uid=huid),
+                              written=(hname, huid))
         except ApiError as e:
             if not e.not_found or not await self._host_pod_is(hname, huid):
                 raise  # a 404 of a pod gone (or replaced) since the cache saw it: its watch event brings the rest
@@ -866,11 +867,19 @@ class PodReconciler:
                  f'runtime class "{rc_name}" allowed' if rc_name else "no runtime class")
         return created
 
-    async def _write(self, vpod: Obj, call: Callable[[], Awaitable[Obj]]) -> Obj:
+    async def _write(self, vpod: Obj, call: Callable[[], Awaitable[Obj]], *,
+                     written: tuple[str, str | None] | None = None) -> Obj:
+        """Make a host write for `vpod`. A refusal by the host (400, 403, 422) is told to the tenant as a SyncError
+        and raised as HostRejected (retried with backoff), unless the pod under the name is not the one the cache
+        holds: `other_object`, or, for a JSON patch of host pod `written` = (name, uid) that does not apply to the
+        pod there (a `test` or a path of another pod: kube-apiserver's generic 422), a read of the host says so.
+        Such a write is raised as it is, retried quietly: the watch brings the rest."""
         try:
             return await call()
         except ApiError as e:
             if e.status in (400, 403, 422) and not e.other_object:  # another pod under the name: the cache was behind
+                if written is not None and e.status == 422 and not await self._host_pod_is(*written):
+                    raise
                 msg = f'host rejected pod "{vpod["metadata"]["name"]}": {e.message}'
                 await self.recorder.record(PODS, vpod, "Warning", "SyncError", msg, ACTION)
                 raise HostRejected(msg) from e
