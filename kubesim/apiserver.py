@@ -552,7 +552,12 @@ class EmbeddedAPIServer:
                 try:
                     change = await asyncio.wait_for(watcher.queue.get(), wait)
                 except TimeoutError:
-                    if bookmarks:
+                    # A bookmark says every change up to its version was sent (a client resumes after it), so
+                    # it goes out only when nothing waits in the queue: a wait that timed out in the same turn
+                    # as a cut of the stream (its end marker queued, the watch unregistered, later changes no
+                    # longer queued) must not cover those changes. kube-apiserver's cacher delivers a watcher's
+                    # bookmarks in order with its events (cacher/cache_watcher.go), so a bookmark never runs ahead.
+                    if bookmarks and watcher.queue.empty():
                         await self._write(resp, {"type": "BOOKMARK", "object": {
                             "kind": res.kind, "apiVersion": res.api_version,
                             "metadata": {"resourceVersion": str(self.storage.rv)}}})

@@ -300,6 +300,9 @@ LISTED = (
     Mutation("the test API server takes a RuntimeClass update without a resourceVersion", "kubesim/apiserver.py",
              'if res in _CONDITIONAL_UPDATE_ONLY and not body["metadata"].get("resourceVersion"):', "if False:",
              ("tests/test_api_fidelity.py", "-k", "resource_version")),
+    Mutation("the test API server sends a bookmark past changes still queued or never queued (a cut watch)",
+             "kubesim/apiserver.py", "if bookmarks and watcher.queue.empty():", "if bookmarks:",
+             ("tests/test_watch_bookmarks.py",)),
 )
 
 
