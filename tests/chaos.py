@@ -294,7 +294,11 @@ class Scenario:
             if h is None or not (h["metadata"].get("annotations") or {}).get(OBJECT_NAME):
                 return  # none, or the other team's pod
             self._host_pods_go([h])
-            await self.host.delete(PODS, h["metadata"]["name"], HOST_NS)
+            gone = await self.host.delete(PODS, h["metadata"]["name"], HOST_NS)
+            # The scheduler's Binding may land between the read above and the delete; a kubelet whose cache is behind
+            # may then start the terminating pod (its status patch is allowed), and a started pod's virtual pod may go.
+            # Once the delete has taken it no Binding is accepted, so the pod as the delete answered says it all.
+            self._host_pods_go([gone])
         elif s.op == "host_pod_squat":
             # Another owner takes a synced pod's host name while the syncer's host pod watch is down (its next three
             # watches refused), and the tenant changes the pod meanwhile: the syncer's cache still holds its own
