@@ -39,8 +39,9 @@ mutate: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[mutate]'
 	$(BIN)/python tools/mutate.py
 
+# The 3,000-step convergence soak (about 100 s; docs/development.md): make soak ARGS="--seed N --steps N"
 soak: $(STAMP)
-	$(BIN)/python bench/convergence.py
+	$(BIN)/python -m bench.convergence $(ARGS)
 
 # The image, built here without a Docker engine (buildah, mmdebstrap; installed with apt-get when missing;
 # needs root): localhost/runtimeclass-syncer:<version> (tools/image.py says how).

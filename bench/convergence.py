@@ -2,7 +2,7 @@
 faults) in scenarios of 40 steps; after each scenario every invariant is checked. Prints the figures the
 README's reliability section reports.
 
-    python bench/convergence.py [--steps 3000] [--seed 20261122]
+    python -m bench.convergence [--steps 3000] [--seed 20261122]     (make soak ARGS="--seed N")
 """
 
 from __future__ import annotations
