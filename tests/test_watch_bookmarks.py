@@ -13,8 +13,9 @@ keeps the old image for good.
 
 The race needs the watch's bookmark timer to fall due just before the cut is handled, which a stalled event loop (a
 busy machine) makes likely: timers and ready work then run together. Here the stall is made: the loop is blocked so
-that the watch's timer and this test's wake-up fall due in the same turn, the watch's first. The stream is then cut
-and the tenant's change written at once, on the storage (as the other stale-cache tests write it).
+that the watch's timer and this test's timer fall due in the same turn, the watch's first; this test's timer cuts the
+stream and writes the tenant's change on the storage (as the other stale-cache tests write it) before the watch
+runs again. The order comes from the timers, not from how long anything takes.
 """
 
 from __future__ import annotations
@@ -47,17 +48,21 @@ async def test_an_image_change_behind_a_bookmark_of_a_cut_watch_reaches_the_host
         assert image(synced[hname("web")]) == OLD
         await syncer.wait_idle()
         server, loop = clusters.virtual_server, asyncio.get_running_loop()
-        server.bookmark_interval = 0.2  # the syncer's idle watch of virtual pods waits 0.2 s for a change at a time
-        await asyncio.sleep(0.8)  # its current wait (0.5 s) ends; the next ones are 0.2 s
-        loop.call_soon(time.sleep, 0.5)  # a stall: the watch's wait (due within 0.2 s) and ours (0.3 s) fall due
-        await asyncio.sleep(0.3)
-        # The watch has woken on its timeout and is cancelling its wait; its queue gets the cut's end marker only.
-        server.cut_watches()
-        stored = server.storage.objects(PODS)[("default", "web")]
-        changed = copy.deepcopy(stored)
-        changed["spec"]["containers"][0]["image"] = NEW
-        server.storage.write(PODS, changed, stored)  # the tenant's image change, after the cut, before the bookmark
-        server.bookmark_interval = 0.5
+
+        def cut_then_change() -> None:
+            # Runs after the watch's wait timed out and before the watch handles it: its queue gets the cut's end
+            # marker only, and the tenant's change is made after the cut, before the bookmark.
+            server.cut_watches()
+            stored = server.storage.objects(PODS)[("default", "web")]
+            changed = copy.deepcopy(stored)
+            changed["spec"]["containers"][0]["image"] = NEW
+            server.storage.write(PODS, changed, stored)  # the tenant's image change, on the storage
+
+        # The syncer's idle watch of virtual pods waits at most 0.5 s (the fixture's bookmark interval) for a change.
+        # A stall of 0.7 s makes its wait's timer and this one (0.6 s) fall due in the same turn, its own first
+        # (timers run in the order they fall due); the watch's wake-up is then queued behind cut_then_change.
+        loop.call_later(0.6, cut_then_change)
+        loop.call_soon(time.sleep, 0.7)
         try:
             await host_pods(clusters, lambda o: hname("web") in o and image(o[hname("web")]) == NEW,
                             "the changed image on the host pod")
