@@ -140,6 +140,42 @@ async def test_attack_4_another_namespaces_secret_through_a_name_collision(clust
     assert (ann[OBJECT_NAMESPACE], ann[OBJECT_NAME]) == ("b-x-c", "a")
 
 
+async def test_attack_4_through_a_debug_container_added_after_the_sync(clusters: Clusters) -> None:
+    # The same collision through `kubectl debug` (pods/ephemeralcontainers) on a pod already on the host: the debug
+    # container's envFrom naming Secret `a` (which b-x-c lacks) must not reach the host pod, whose `a` would be the
+    # host copy of c/a-x-b; the container waits as a pod does, and is added once b-x-c's own `a` is synced.
+    await namespaces(clusters, "b-x-c", "c")
+    await clusters.virtual.create(SECRETS, {"metadata": {"name": "a-x-b", "annotations": {FORCE_SYNC: "true"}},
+                                            "stringData": {"token": "c's secret"}}, "c")
+    hname = host_name("thief", "b-x-c", VCLUSTER)
+    async with running_syncer(clusters, rc_config(), clock=FakeClock()) as syncer:
+        await host_object(clusters, SECRETS, COLLIDING, "the stand-in synced c/a-x-b")
+        await clusters.virtual.create(PODS, pod("thief", namespace="b-x-c"), "b-x-c")
+        await host_object(clusters, PODS, hname, "the pod synced (it names no Secret)")
+        debug = {"name": "dbg", "image": "busybox", "envFrom": [{"secretRef": {"name": "a"}}]}
+        await clusters.virtual.patch(PODS, "thief", [{"op": "add", "path": "/spec/ephemeralContainers",
+                                                      "value": [debug]}], "b-x-c", patch_type="json",
+                                     subresource="ephemeralcontainers")
+        (event,) = await warnings_in(clusters, "b-x-c", "thief", "the conflict's SyncWarning")
+        assert (event["reason"], event["message"]) == ("SyncWarning", (
+            f'did not add ephemeral container "dbg" of pod "thief" to the host yet: the host secret "{COLLIDING}" '
+            'is the copy of secret "c/a-x-b", not of "b-x-c/a"'))
+        await syncer.wait_idle()
+        assert "ephemeralContainers" not in (await clusters.host.get(PODS, hname, HOST_NS))["spec"]
+        # c's Secret goes, b-x-c creates its own `a`: its copy wakes the pod and the container is added
+        await clusters.virtual.delete(SECRETS, "a-x-b", "c")
+        await wait_for(clusters.host, SECRETS, lambda o: f"{HOST_NS}/{COLLIDING}" not in o, namespace=HOST_NS,
+                       timeout=10, what="c's copy deleted with it")
+        await clusters.virtual.create(SECRETS, {"metadata": {"name": "a"}, "stringData": {"token": "b-x-c's own"}},
+                                      "b-x-c")
+        hpods = await wait_for(clusters.host, PODS, lambda o: (o.get(f"{HOST_NS}/{hname}") or {}).get(
+            "spec", {}).get("ephemeralContainers"), namespace=HOST_NS, timeout=10, what="the debug container added")
+    assert hpods[f"{HOST_NS}/{hname}"]["spec"]["ephemeralContainers"][0]["envFrom"] == [
+        {"secretRef": {"name": COLLIDING}}]
+    ann = (await clusters.host.get(SECRETS, COLLIDING, HOST_NS))["metadata"]["annotations"]
+    assert (ann[OBJECT_NAMESPACE], ann[OBJECT_NAME]) == ("b-x-c", "a")
+
+
 async def test_a_host_object_vcluster_did_not_copy_is_not_used_until_its_annotations_say_whose_it_is(
         clusters: Clusters) -> None:
     # A Secret someone created on the host under the host name of default/s, without vcluster's annotations:

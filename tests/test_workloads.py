@@ -120,6 +120,59 @@ async def test_a_pod_waits_for_its_objects_and_says_so_after_10_seconds(clusters
                                 f'synced to the host as "{h("app-config")}"')
 
 
+async def test_a_debug_container_waits_for_its_objects_like_a_pod(clusters: Clusters) -> None:
+    # `kubectl debug` on a synced pod with a container whose env names a Secret the host has no copy of: the
+    # container is not added to the host pod until it has (it would start with CreateContainerConfigError, or read
+    # another namespace's copy: tests/test_hostile_references.py); after 10 s a SyncWarning in the waiting
+    # message's words says what it waits for; once the Secret is created it gets the force-sync annotation,
+    # vcluster copies it, and the container is added.
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web synced")
+        debug = {"name": "dbg", "image": "busybox",
+                 "env": [{"name": "K", "valueFrom": {"secretKeyRef": {"name": "debug-creds", "key": "k"}}}]}
+        await clusters.virtual.patch(PODS, "web", [{"op": "add", "path": "/spec/ephemeralContainers",
+                                                    "value": [debug]}], "default", patch_type="json",
+                                     subresource="ephemeralcontainers")
+        await eventually(lambda: syncer.pod_queue.pending().get("default/web") == 10, "web's debug container waits")
+        await syncer.wait_idle()
+        assert "ephemeralContainers" not in (await clusters.host.get(PODS, hname("web"), HOST_NS))["spec"]
+        assert not [e for e in (await clusters.virtual.list(EVENTS, "default"))["items"]
+                    if e["involvedObject"]["name"] == "web" and e["type"] == "Warning"]
+        clock.advance(10)
+        (event,) = await warnings_for(clusters, "web", what="the waiting SyncWarning at 10 s")
+        assert event["message"] == (f'did not add ephemeral container "dbg" of pod "web" to the host yet: waiting '
+                                    f'for secret "debug-creds" to be synced to the host as "{h("debug-creds")}"')
+        await clusters.virtual.create(SECRETS, {"metadata": {"name": "debug-creds"}, "stringData": {"k": "v"}},
+                                      "default")
+        hpods = await host_pods(clusters, lambda o: (o.get(hname("web")) or {}).get("spec", {}).get(
+            "ephemeralContainers"), "the debug container added")
+        marked = await clusters.virtual.get(SECRETS, "debug-creds", "default")
+    assert marked["metadata"]["annotations"] == {FORCE_SYNC: "true"}
+    assert {"name": "K", "valueFrom": {"secretKeyRef": {"name": h("debug-creds"), "key": "k"}}} in hpods[
+        hname("web")]["spec"]["ephemeralContainers"][0]["env"]  # after the service variables (parity row 17)
+
+
+async def test_a_debug_container_does_not_wait_for_what_the_pod_named_at_its_start(clusters: Clusters) -> None:
+    # Only the new container's own references are checked: a Secret the running pod mounted and that is gone
+    # since (its volume was mounted when the pod started) does not hold back a debug container that names nothing.
+    await clusters.virtual.create(SECRETS, {"metadata": {"name": "db"}, "stringData": {"k": "v"}}, "default")
+    p = pod("web")
+    p["spec"]["volumes"] = [{"name": "db", "secret": {"secretName": "db"}}]
+    async with running_syncer(clusters, rc_config(), clock=FakeClock()):
+        await clusters.virtual.create(PODS, p, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web synced with its Secret")
+        await clusters.virtual.delete(SECRETS, "db", "default")
+        await wait_for(clusters.host, SECRETS, lambda o: f"{HOST_NS}/{h('db')}" not in o, namespace=HOST_NS,
+                       timeout=10, what="the host copy deleted with it")
+        await clusters.virtual.patch(PODS, "web", [{"op": "add", "path": "/spec/ephemeralContainers", "value": [
+            {"name": "dbg", "image": "busybox"}]}], "default", patch_type="json", subresource="ephemeralcontainers")
+        hpods = await host_pods(clusters, lambda o: (o.get(hname("web")) or {}).get("spec", {}).get(
+            "ephemeralContainers"), "the debug container added at once")
+    assert [c["name"] for c in hpods[hname("web")]["spec"]["ephemeralContainers"]] == ["dbg"]
+
+
 async def test_a_pod_created_again_under_its_name_waits_its_own_10_seconds(clusters: Clusters) -> None:
     # A pod deleted and created again under the same name can reach the syncer as one update with a new uid (a
     # re-list after a watch outage sees only the new pod). The 10 s are counted for each pod (by uid): the new

@@ -567,12 +567,14 @@ class PodReconciler:
             w = self._waiting[key] = _Waiting(uid, now)
         return w
 
-    async def _wait(self, vpod: Obj, missing: list[tuple[Dependency, str]]) -> float:
+    async def _wait(self, vpod: Obj, missing: list[tuple[Dependency, str]], *, subject: str = "") -> float:
         """Record that the pod waits for `missing` (_missing's); after WAIT_WARNING seconds of waiting a
         SyncWarning says for what, and at once when a host object is another's copy: the first such conflict.
         Each ConfigMap or Secret in `missing` gets the `vcluster.loft.sh/force-sync` annotation in the virtual
-        cluster, unless vcluster's `all` key syncs its kind anyway, so that vcluster syncs it. Returns when to look
-        again (sooner when a host object appears, changes or goes)."""
+        cluster, unless vcluster's `all` key syncs its kind anyway, so that vcluster syncs it. `subject`: what
+        waits when it is not the whole pod (`ephemeral container "<name>"` of a synced pod): the message is then
+        `did not add <subject> of pod "<pod>" to the host yet: ...`. Returns when to look again (sooner when a
+        host object appears, changes or goes)."""
         key, meta = object_key(vpod), vpod["metadata"]
         now = self.clock.now()
         w = self._waiting_since(vpod, now)
@@ -590,7 +592,8 @@ class PodReconciler:
                      d.name, d.host_name)
         if waited < WAIT_WARNING and not conflicts:
             return WAIT_WARNING - waited
-        message = f'did not sync pod "{meta["name"]}" to host yet: ' + (
+        message = (f'did not add {subject} of pod "{meta["name"]}" to the host yet: ' if subject
+                   else f'did not sync pod "{meta["name"]}" to host yet: ') + (
             conflicts[0] if conflicts else f"waiting for {_waiting_for(d)}")
         if w.warned != message:  # marked once recorded: a failed write is retried with the reconcile
             if conflicts:  # a host object another virtual object's copy: for the platform team too, once
@@ -617,8 +620,12 @@ class PodReconciler:
         the virtual pod, copy the host pod's status, and renew the tokens when due. Returns the seconds until
         the next token renewal (None: nothing to renew)."""
         update_error: Exception | None = None
+        held: float | None = None  # seconds until new ephemeral containers held back are looked at again
         if not unchanged and not await self._violates_pod_security(vpod, decision.runtime_class):
-            plan = podupdate.plan_update(self._translate(vpod)[0], hpod, vpod, vcluster_name=self.vcluster_name)
+            desired, deps = self._translate(vpod)
+            plan = podupdate.plan_update(desired, hpod, vpod, vcluster_name=self.vcluster_name)
+            if plan.ephemeral:
+                held = await self._hold_ephemeral(vpod, desired, deps, plan)
             try:
                 await self._apply_update(vpod, hpod, plan, decision)
             except (ApiError, ReconcileError) as e:
@@ -635,13 +642,39 @@ class PodReconciler:
             return None
         renewals = self.tokens.renewals
         try:
-            return await self.tokens.renew_if_due(vpod, hpod)
+            due = await self.tokens.renew_if_due(vpod, hpod)
+            return held if due is None else due if held is None else min(due, held)
         except (ApiError, ReconcileError):
             self.metrics.token_renewals.labels("failed").inc()
             raise
         finally:
             if self.tokens.renewals > renewals:
                 self.metrics.token_renewals.labels("renewed").inc()
+
+    async def _hold_ephemeral(self, vpod: Obj, desired: Obj, deps: list[Dependency],
+                              plan: podupdate.PodUpdate) -> float | None:
+        """The create path's check of references (`_missing`) for the ephemeral containers `plan` would add to a
+        synced pod's host pod (`kubectl debug` after the sync): the ConfigMaps and Secrets their `env` and
+        `envFrom` name must exist on the host as the copies of the pod's own namespace's objects, or a debug
+        container in namespace `b-x-c` naming Secret `a` would read the host copy of `c/a-x-b` (both are
+        `a-x-b-x-c-x-<vcluster>`). When one cannot be used yet, `plan.ephemeral` is emptied (the rest of the update
+        goes on) and the pod waits as a pod not yet created does (`_wait`: the virtual objects annotated for
+        vcluster to sync, a SyncWarning, woken when the host object appears). `desired` and `deps` are `_translate`'s
+        for `vpod`. Returns the seconds until the pod is looked at again, None when nothing is held back."""
+        key = object_key(vpod)
+        containers = (desired.get("spec") or {}).get("ephemeralContainers") or []
+        new = tuple(f"spec.ephemeralContainers[{i}]." for i, c in enumerate(containers)
+                    if any(c is e for e in plan.ephemeral))  # the fields of the containers to add
+        missing = self._missing(vpod, [d for d in deps if d.field.startswith(new)])
+        if not missing:
+            w = self._waiting.get(key)
+            if w is not None and w.uid == vpod["metadata"].get("uid", ""):
+                self._waiting.pop(key, None)
+            return None
+        held = [str(c.get("name")) for c in plan.ephemeral]
+        plan.ephemeral = []
+        return await self._wait(vpod, missing, subject="ephemeral container" + ("s " if len(held) > 1 else " ")
+                                + ", ".join(f'"{n}"' for n in held))
 
     async def _violates_pod_security(self, vpod: Obj, rc_name: str) -> bool:
         """vcluster's `isPodSecurityStandardsValid` (`policies.podSecurityStandard`): a virtual pod that does not meet
