@@ -78,6 +78,27 @@ async def test_a_readiness_gate_set_in_the_virtual_cluster_makes_the_pod_ready(c
     assert condition(vstored(clusters, "web"), "example.com/lb")["status"] == "True"
 
 
+async def test_a_readiness_gate_naming_a_kubelet_condition_does_not_write_it_on_the_host(clusters: Clusters) -> None:
+    # The API server takes any qualified name as a gate's conditionType; a tenant listing `Ready` and `PodScheduled`
+    # must not set those on the host pod (they are the host kubelet's and scheduler's: k8s.io/api core/v1 types.go
+    # PodConditionType); only the gate's own condition goes to the host.
+    gates = [{"conditionType": "Ready"}, {"conditionType": "PodScheduled"}, {"conditionType": "example.com/lb"}]
+    async with running_syncer(clusters, rc_config()), kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web", readinessGates=gates), "default")
+        vp = await virtual_pod(clusters, "web", running, "web Running")
+        forged = [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "False",
+                                                        "reason": "Unschedulable"},
+                  {"type": "example.com/lb", "status": "False"}]
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
+            c for c in vp["status"]["conditions"] if c["type"] not in ("Ready", "PodScheduled")] + forged}},
+            "default", subresource="status")
+        await eventually(lambda: condition(host(clusters, "web"), "example.com/lb").get("status") == "False",
+                         "the gate's own condition on the host")
+    hp = host(clusters, "web")
+    assert condition(hp, "PodScheduled")["status"] == "True"
+    assert condition(hp, "Ready")["status"] == "False"  # its gate example.com/lb is False
+
+
 async def test_namespace_labels_and_the_vcluster_service_as_owner(clusters: Clusters) -> None:
     # vcluster's HostLabelNamespace (tenant NetworkPolicies and namespaceSelectors select on it) and
     # GetOwnerReference (uninstalling the vcluster removes its tenants' pods)
@@ -178,6 +199,24 @@ async def test_host_paths_that_would_show_every_pods_logs_are_rewritten(clusters
         hp = (await host_pods(clusters, lambda o: hname("shipper") in o, "shipper on the host"))[hname("shipper")]
     assert hp["spec"]["volumes"][0] == {"name": "logs", "hostPath": {"path": f"/tmp/vcluster/{HOST_NS}/test/log/pods"}}
     assert hp["spec"]["containers"][0]["volumeMounts"][0]["mountPropagation"] == "HostToContainer"
+
+
+async def test_a_kubelet_pod_folder_path_gets_the_host_pods_uid(clusters: Clusters) -> None:
+    # hostpath.go translateKubeletSubPath: `/var/lib/kubelet/pods/<virtual pod uid>/...` names the folder of that
+    # pod's host pod; a uid no virtual pod has is left as it is. With many such volumes the cache is read once
+    # per translation.
+    async with running_syncer(clusters, rc_config()):
+        target = await clusters.virtual.create(PODS, pod("data"), "default")
+        target_host = (await host_pods(clusters, lambda o: hname("data") in o, "data on the host"))[hname("data")]
+        vuid, huid = target["metadata"]["uid"], target_host["metadata"]["uid"]
+        assert vuid != huid
+        volumes = [{"name": f"v{i}", "hostPath": {"path": f"/var/lib/kubelet/pods/{vuid}/volumes/v{i}"}}
+                   for i in range(3)] + [{"name": "other", "hostPath": {"path": "/var/lib/kubelet/pods/no-such-uid/x"}}]
+        await clusters.virtual.create(PODS, pod("backup", volumes=volumes), "default")
+        hp = (await host_pods(clusters, lambda o: hname("backup") in o, "backup on the host"))[hname("backup")]
+    assert [v["hostPath"]["path"] for v in hp["spec"]["volumes"] if "hostPath" in v] == [
+        f"/var/lib/kubelet/pods/{huid}/volumes/v0", f"/var/lib/kubelet/pods/{huid}/volumes/v1",
+        f"/var/lib/kubelet/pods/{huid}/volumes/v2", "/var/lib/kubelet/pods/no-such-uid/x"]
 
 
 async def test_a_terminating_pod_still_shows_the_hosts_final_status(clusters: Clusters) -> None:

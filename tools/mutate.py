@@ -303,6 +303,19 @@ LISTED = (
     Mutation("the test API server sends a bookmark past changes still queued or never queued (a cut watch)",
              "kubesim/apiserver.py", "if bookmarks and watcher.queue.empty():", "if bookmarks:",
              ("tests/test_watch_bookmarks.py",)),
+    Mutation("a debug container added after the sync is not checked for the host copies it names (attack 4 again)",
+             "syncer/controllers/pods.py", "            if plan.ephemeral:\n                held = ",
+             "            if False:\n                held = ",
+             ("tests/test_hostile_references.py", "-k", "debug_container")),
+    Mutation("a debug container waits for the objects of every container, not only its own",
+             "syncer/controllers/pods.py", "[d for d in deps if d.field.startswith(new)]", "deps",
+             ("tests/test_workloads.py", "-k", "debug_container_does_not_wait")),
+    Mutation("a kubelet pod-folder host path keeps the virtual pod's uid", "syncer/controllers/pods.py",
+             "            key = by_uid.get(virtual_uid)\n", "            key = None\n",
+             ("tests/test_pod_parity.py", "-k", "kubelet_pod_folder")),
+    Mutation("a readiness gate naming a kubelet condition (Ready, PodScheduled) writes it on the host pod",
+             "syncer/controllers/translate.py", " and t not in SYSTEM_CONDITIONS]", "]",
+             ("tests/test_pod_parity.py", "-k", "kubelet_condition")),
 )
 
 

@@ -171,16 +171,10 @@ def resize_ops(host: Obj, resize: Sequence[Obj]) -> list[Obj]:
     return ops
 
 
-def gate_types(vpod: Obj) -> list[str]:
-    """The condition types of the pod's `readinessGates`."""
-    return [str(g.get("conditionType")) for g in (vpod.get("spec") or {}).get("readinessGates") or []
-            if isinstance(g, dict) and g.get("conditionType")]
-
-
 def host_gate_conditions(vpod: Obj, host: Obj) -> list[Obj] | None:
     """The host pod's conditions with those of the pod's readiness gates taken from the virtual pod, or None when
     they already agree (or the pod has no gates)."""
-    types = gate_types(vpod)
+    types = translate.gate_types(vpod.get("spec") or {})
     if not types:
         return None
     virtual = {c.get("type"): c for c in (vpod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}

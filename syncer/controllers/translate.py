@@ -294,6 +294,25 @@ def virtual_claim_name(host_name: str, namespace: str, vcluster_name: str) -> st
     return host_name
 
 
+# The pod condition types the kubelet, the scheduler and the control plane own (k8s.io/api core/v1 types.go:
+# PodScheduled, PodReady, PodInitialized, ContainersReady, PodReadyToStartContainers and its alpha name PodHasNetwork,
+# DisruptionTarget, PodResizePending, PodResizeInProgress). The API server accepts any qualified name as a readiness
+# gate, so a tenant could list these; their conditions are never taken from the virtual pod.
+SYSTEM_CONDITIONS = frozenset({"PodScheduled", "Ready", "Initialized", "ContainersReady", "PodReadyToStartContainers",
+                               "PodHasNetwork", "DisruptionTarget", "PodResizePending", "PodResizeInProgress"})
+
+
+def gate_types(spec: Mapping[str, Any]) -> list[str]:
+    """The condition types of pod spec `spec`'s `readinessGates` that a controller in the virtual cluster sets: the
+    conditions that go from the virtual pod's status to the host pod's (podupdate.host_gate_conditions), not back.
+    A gate naming a condition of SYSTEM_CONDITIONS is left out: the host's kubelet and scheduler own those (a fake
+    `Ready` would show a host pod ready before its containers are, a fake `PodScheduled=False` reason
+    `Unschedulable` asks a host cluster-autoscaler for nodes). vcluster's `conditionsCopyBidirectional` copies every
+    condition the virtual side changed; here only the gates' own go that way."""
+    return [t for g in spec.get("readinessGates") or [] if isinstance(g, dict)
+            and isinstance(t := g.get("conditionType"), str) and t and t not in SYSTEM_CONDITIONS]
+
+
 def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
     """A merge patch for the virtual pod's status subresource that copies the host pod's status (every field but
     VIRTUAL_STATUS_FIELDS; a field the host no longer has is removed), or None when they are equal. The
@@ -313,8 +332,7 @@ def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
             {**c, "resourceClaimName": virtual_claim_name(c["resourceClaimName"], ns, vcluster_name)}
             if isinstance(c, dict) and isinstance(c.get("resourceClaimName"), str) else c
             for c in hs["resourceClaimStatuses"]]
-    gates = [str(g.get("conditionType")) for g in (vpod.get("spec") or {}).get("readinessGates") or []
-             if isinstance(g, dict)]
+    gates = gate_types(vspec)
     if gates:
         own = [c for c in vs.get("conditions") or [] if isinstance(c, dict) and c.get("type") in gates]
         hs["conditions"] = [c for c in hs.get("conditions") or [] if isinstance(c, dict)
