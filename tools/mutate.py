@@ -316,6 +316,10 @@ LISTED = (
     Mutation("a readiness gate naming a kubelet condition (Ready, PodScheduled) writes it on the host pod",
              "syncer/controllers/translate.py", " and t not in SYSTEM_CONDITIONS]", "]",
              ("tests/test_pod_parity.py", "-k", "kubelet_condition")),
+    Mutation("a pod placed by hand on a node escapes the synced nodes' selector (vcluster's rule)",
+             "syncer/controllers/translate.py", "        if opts.node_selector:  # SyncToHost",
+             '        if opts.node_selector and not spec.get("nodeName"):  # SyncToHost',
+             ("tests/test_pod_parity.py", "-k", "placed_by_hand")),
 )
 
 

@@ -237,7 +237,11 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     else:
         affinity.translate_affinity(spec, meta["namespace"], vcluster_name, lambda k: host_label_key(k, vcluster_name),
                                     lambda k: ns_label_key(k, vcluster_name))
-        if opts.node_selector and not spec.get("nodeName"):  # SyncToHost "ensure node selector"
+        if opts.node_selector:  # SyncToHost "ensure node selector"
+            # vcluster merges it only into pods without a node and checks a pod's nodeName against the virtual
+            # cluster's Nodes, which a tenant with cluster rights there can create; here a pod placed by hand gets
+            # it too, so the host kubelet refuses it on a node outside the selector (its admission's
+            # GeneralPredicates: kubernetes pkg/kubelet/lifecycle/predicate.go), whatever the virtual Nodes say.
             spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **opts.node_selector}
     for claim in spec.get("resourceClaims") or []:
         for key, on in (("resourceClaimName", opts.resource_claims),
