@@ -49,8 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the syncer against a host and a virtual cluster")
-    run.add_argument("--config", required=True, help="vcluster.yaml (only sync.fromHost.runtimeClasses and "
-                                                     "sync.toHost.pods.runtimeClassName are read)")
+    run.add_argument("--config", required=True, help="vcluster.yaml (sync.fromHost.runtimeClasses and the keys "
+                                                     "vcluster's pod translator reads; the rest is ignored)")
     run.add_argument("--vcluster-config", help=VCLUSTER_CONFIG_HELP)
     run.add_argument("--virtual-kubeconfig", required=True, help="kubeconfig of the virtual cluster")
     run.add_argument("--virtual-server", type=_server_url,

@@ -8,7 +8,7 @@ written for a pod that never reached the host is deleted with the virtual pod.
 
 Tokens live `lifetime` seconds and are renewed in place once 80% of it has passed (`renew_if_due`, called by
 the pod reconciler, which looks again when the next renewal is due); a failed renewal is retried with backoff,
-counted in `runtimeclass_syncer_token_renewal_failures_total` and named in `/readyz` until one works
+counted in `runtimeclass_syncer_token_renewals_total{result="failed"}` and named in `/readyz` until one works
 (podtranslate/tokens.py).
 
 What is written is derived, never named by what is read (docs/security.md): the token Secret's name comes from
