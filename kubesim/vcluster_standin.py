@@ -1,12 +1,13 @@
-"""A stand-in for vcluster's own ConfigMap, Secret, PersistentVolumeClaim (and ServiceAccount) syncers (tests
-and demo only).
+"""A stand-in for vcluster's own ConfigMap, Secret, PersistentVolumeClaim (and ServiceAccount, ResourceClaim and
+ResourceClaimTemplate) syncers (tests and demo only).
 
 In a real vcluster these keep running when only its pod sync is off (behaviour.md section 3.1). This
 stand-in copies virtual objects to the host namespace with vcluster's single-namespace host names
 (`<name>-x-<namespace>-x-<vcluster>`): PVCs always, ConfigMaps and Secrets when `sync.toHost.<kind>.all` is
-set or the virtual object is annotated `vcluster.loft.sh/force-sync: "true"`, ServiceAccounts (all) when
-asked; a virtual object that is deleted (or no longer selected) takes its host copy with it. It never lives
-in the syncer's own path.
+set or the virtual object is annotated `vcluster.loft.sh/force-sync: "true"`, ServiceAccounts, ResourceClaims and
+ResourceClaimTemplates (all) when asked (vcluster's open-source tree maps the claims' names but has no syncer of
+them; this one copies them as its other syncers copy objects, `translate.HostMetadata`); a virtual object that
+is deleted (or no longer selected) takes its host copy with it. It never lives in the syncer's own path.
 
 The host copy's metadata is vcluster's `translate.HostMetadata` (loft-sh/vcluster `pkg/util/translate/
 translate.go`, HEAD 487667546; `host_metadata` below): the virtual object's annotations but vcluster's own
@@ -39,7 +40,16 @@ from kubesim.vcluster import host_name as host_pod_name
 from syncer.kube.cache import Cached, Store, object_key, split_key
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.informer import Handlers, Informer
-from syncer.kube.resources import CONFIGMAPS, PVCS, SECRETS, SERVICEACCOUNTS, SERVICES, APIResource
+from syncer.kube.resources import (
+    CONFIGMAPS,
+    PVCS,
+    RESOURCECLAIMS,
+    RESOURCECLAIMTEMPLATES,
+    SECRETS,
+    SERVICEACCOUNTS,
+    SERVICES,
+    APIResource,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +70,7 @@ _PVC_EXCLUDED = ("pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-c
 
 
 def host_metadata(vobj: Mapping[str, Any], kind: str, host_name: str, host_namespace: str, vcluster_name: str,
-                  excluded: tuple[str, ...] = ()) -> Obj:
+                  excluded: tuple[str, ...] = (), group: str = "") -> Obj:
     """The metadata of the host copy of virtual object `vobj` of `kind` (e.g. `Secret`), as vcluster's
     `translate.HostMetadata(vObj, name, excluded...)` builds it: `HostAnnotations` (`applyAnnotations` with
     `ApplyMaps`, then `addHostAnnotations`) and `HostLabels`."""
@@ -75,7 +85,7 @@ def host_metadata(vobj: Mapping[str, Any], kind: str, host_name: str, host_names
         ann[MANAGED_ANNOTATIONS] = "\n".join(copied)
     ann.update({OBJECT_NAME: meta.get("name", ""), OBJECT_UID: meta.get("uid", ""), OBJECT_HOST_NAME: host_name,
                 OBJECT_HOST_NAMESPACE: host_namespace, OBJECT_NAMESPACE: meta.get("namespace", ""),
-                OBJECT_KIND: f"/v1, Kind={kind}"})
+                OBJECT_KIND: f"{group}/v1, Kind={kind}"})
     labels = {**(meta.get("labels") or {}), MANAGED_BY: vcluster_name, NAMESPACE_LABEL: meta.get("namespace", "")}
     return {"name": host_name, "namespace": host_namespace, "labels": labels, "annotations": ann}
 
@@ -100,12 +110,15 @@ class VClusterResourceSyncers:
 
     def __init__(self, virtual: KubeClient, host: KubeClient, host_namespace: str, vcluster_name: str, *,
                  all_configmaps: bool = False, all_secrets: bool = False,
-                 kinds: tuple[APIResource, ...] = (CONFIGMAPS, SECRETS, PVCS), service_accounts: bool = False) -> None:
+                 kinds: tuple[APIResource, ...] = (CONFIGMAPS, SECRETS, PVCS), service_accounts: bool = False,
+                 resource_claims: bool = False, resource_claim_templates: bool = False) -> None:
         self.virtual, self.host = virtual, host
         self.host_namespace, self.vcluster_name = host_namespace, vcluster_name
         self.all = {CONFIGMAPS.plural: all_configmaps, SECRETS.plural: all_secrets, PVCS.plural: True,
-                    SERVICEACCOUNTS.plural: True}
-        self.kinds = (*kinds, SERVICEACCOUNTS) if service_accounts and SERVICEACCOUNTS not in kinds else kinds
+                    SERVICEACCOUNTS.plural: True, RESOURCECLAIMS.plural: True, RESOURCECLAIMTEMPLATES.plural: True}
+        asked = ((SERVICEACCOUNTS, service_accounts), (RESOURCECLAIMS, resource_claims),
+                 (RESOURCECLAIMTEMPLATES, resource_claim_templates))
+        self.kinds = (*kinds, *(res for res, on in asked if on and res not in kinds))
         self._queue: asyncio.Queue[tuple[APIResource, str]] = asyncio.Queue()
         self.stores: dict[str, Store] = {}
         self.informers: list[Informer] = []
@@ -168,7 +181,7 @@ class VClusterResourceSyncers:
             return
         copy: Obj = {k: v for k, v in vobj.items() if k not in ("metadata", "status")}
         copy["metadata"] = host_metadata(vobj, res.kind, hname, self.host_namespace, self.vcluster_name,
-                                         _PVC_EXCLUDED if res == PVCS else ())
+                                         _PVC_EXCLUDED if res == PVCS else (), res.group)
         if res == SECRETS and copy.get("type") == "kubernetes.io/service-account-token":
             copy["type"] = "Opaque"
         if res == SERVICEACCOUNTS:

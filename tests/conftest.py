@@ -103,7 +103,9 @@ async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIte
     to_host = config.raw.sync.toHost
     standin = VClusterResourceSyncers(c.virtual, c.host, HOST_NS, VCLUSTER, all_configmaps=to_host.configMaps.all,
                                       all_secrets=to_host.secrets.all,
-                                      service_accounts=to_host.serviceAccounts.enabled)
+                                      service_accounts=to_host.serviceAccounts.enabled,
+                                      resource_claims=to_host.resourceClaims.enabled,
+                                      resource_claim_templates=to_host.resourceClaimTemplates.enabled)
     syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS,
                                                    watch_timeout=options.pop("watch_timeout", 30), **options),
                     patcher=patcher, policy=policy, clock=clock)

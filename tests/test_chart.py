@@ -300,13 +300,17 @@ def test_the_sidecars_rbac_lands_and_adds_only_the_lease_and_cluster_reads(versi
         assert {"kind": "ServiceAccount", "name": spec["serviceAccountName"], "namespace": NAMESPACE} in \
             binding["subjects"]
     # What the fragment adds to vcluster's own Role: only the Lease, and reading ServiceAccounts (the copies a pod
-    # runs as with sync.toHost.serviceAccounts; the README's "Least privilege" says so). vcluster's Role already
-    # lets the sidecar create, patch and delete every pod, secret and configmap of the namespace.
+    # runs as with sync.toHost.serviceAccounts) and ResourceClaims and their templates (the copies a pod names with
+    # sync.toHost.resourceClaims / resourceClaimTemplates; vcluster's Role has them only when those are on); the
+    # README's "Least privilege" says so. vcluster's Role already lets the sidecar create, patch and delete every
+    # pod, secret and configmap of the namespace.
     plain = render(version, SIDECAR, {"rbac": {"role": {"extraRules": []}, "clusterRole": {"extraRules": []}}})
     assert role - rules(plain, "Role", f"vc-{RELEASE}") == {
         ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "create"),
         ("coordination.k8s.io", "leases", "update"), ("", "serviceaccounts", "list"),
-        ("", "serviceaccounts", "watch")}
+        ("", "serviceaccounts", "watch"), ("resource.k8s.io", "resourceclaims", "list"),
+        ("resource.k8s.io", "resourceclaims", "watch"), ("resource.k8s.io", "resourceclaimtemplates", "list"),
+        ("resource.k8s.io", "resourceclaimtemplates", "watch")}
     plain_cluster = {o["metadata"]["name"] for o in plain if o["kind"] == "ClusterRole"}
     before = rules(plain, "ClusterRole", cr["metadata"]["name"]) if plain_cluster else set()
     assert cluster_role - before == {("node.k8s.io", "runtimeclasses", "list"),

@@ -26,7 +26,17 @@ from hypothesis import strategies as st
 from kubesim.vcluster import host_name
 from syncer.kube.client import ApiError
 from syncer.kube.clock import FakeClock
-from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, SECRETS, SERVICEACCOUNTS, SERVICES
+from syncer.kube.resources import (
+    CONFIGMAPS,
+    EVENTS,
+    NAMESPACES,
+    PODS,
+    RESOURCECLAIMS,
+    RESOURCECLAIMTEMPLATES,
+    SECRETS,
+    SERVICEACCOUNTS,
+    SERVICES,
+)
 from syncer.kube.wait import wait_for
 from syncer.manager import Syncer
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, open_clusters, pod, rc_config, running_syncer
@@ -174,6 +184,63 @@ async def test_attack_4_through_a_debug_container_added_after_the_sync(clusters:
         {"secretRef": {"name": COLLIDING}}]
     ann = (await clusters.host.get(SECRETS, COLLIDING, HOST_NS))["metadata"]["annotations"]
     assert (ann[OBJECT_NAMESPACE], ann[OBJECT_NAME]) == ("b-x-c", "a")
+
+
+def claim_pod(name: str, namespace: str, **claim: str) -> Obj:
+    p = pod(name, namespace=namespace)
+    p["spec"]["resourceClaims"] = [{"name": "gpu", **claim}]
+    p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    return p
+
+
+CLAIM_SYNC = {"resourceClaims": {"enabled": True}, "resourceClaimTemplates": {"enabled": True}}
+
+
+@pytest.mark.parametrize("field", ["resourceClaimName", "resourceClaimTemplateName"])
+async def test_attack_4_through_a_resource_claim(clusters: Clusters, field: str) -> None:
+    # With vcluster's claim sync on, claim `a` of namespace b-x-c and claim `a-x-b` of c are both
+    # a-x-b-x-c-x-<vcluster> on the host: a pod in b-x-c naming `a` must not share c's allocated device (or get a
+    # claim from c's template). The pod waits, with the conflict named at once, until b-x-c's own copy is there.
+    res = RESOURCECLAIMS if field == "resourceClaimName" else RESOURCECLAIMTEMPLATES
+    kind = res.singular
+    spec = {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+    body = spec if res is RESOURCECLAIMS else {"spec": spec}
+    await namespaces(clusters, "b-x-c", "c")
+    await clusters.virtual.create(res, {"metadata": {"name": "a-x-b"}, **body}, "c")
+    doc = rc_config()
+    doc["sync"]["toHost"] = CLAIM_SYNC
+    async with running_syncer(clusters, doc, clock=FakeClock()) as syncer:
+        await host_object(clusters, res, COLLIDING, "the stand-in synced c/a-x-b")
+        await clusters.virtual.create(PODS, claim_pod("thief", "b-x-c", **{field: "a"}), "b-x-c")
+        (event,) = await warnings_in(clusters, "b-x-c", "thief", "the conflict's SyncWarning")
+        assert event["message"] == (f'did not sync pod "thief" to host yet: the host {kind} "{COLLIDING}" is the copy '
+                                    f'of {kind} "c/a-x-b", not of "b-x-c/a"')
+        await no_host_pod(clusters, syncer, host_name("thief", "b-x-c", VCLUSTER))
+        await clusters.virtual.delete(res, "a-x-b", "c")
+        await wait_for(clusters.host, res, lambda o: f"{HOST_NS}/{COLLIDING}" not in o, namespace=HOST_NS,
+                       timeout=10, what="c's copy deleted with it")
+        await clusters.virtual.create(res, {"metadata": {"name": "a"}, **body}, "b-x-c")
+        hpods = await wait_for(clusters.host, PODS, lambda o: f"{HOST_NS}/{host_name('thief', 'b-x-c', VCLUSTER)}"
+                               in o, namespace=HOST_NS, timeout=10, what="the pod synced with its own claim")
+    hpod = hpods[f"{HOST_NS}/{host_name('thief', 'b-x-c', VCLUSTER)}"]
+    assert hpod["spec"]["resourceClaims"] == [{"name": "gpu", field: COLLIDING}]
+    ann = (await clusters.host.get(res, COLLIDING, HOST_NS))["metadata"]["annotations"]
+    assert (ann[OBJECT_NAMESPACE], ann[OBJECT_NAME]) == ("b-x-c", "a")
+
+
+async def test_a_host_claim_without_vclusters_annotations_is_used(clusters: Clusters) -> None:
+    # Unlike a ConfigMap or Secret, a host claim that names no virtual object is used: vcluster's open-source tree
+    # has no ResourceClaim syncer to show what its copies carry, and a tenant cannot create host objects; only a
+    # copy of another virtual object is refused (above).
+    hname = f"shared-x-default-x-{VCLUSTER}"
+    await clusters.host.create(RESOURCECLAIMS, {"metadata": {"name": hname}, "spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}, HOST_NS)
+    doc = rc_config()
+    doc["sync"]["toHost"] = {"resourceClaims": {"enabled": True}}
+    async with running_syncer(clusters, doc, clock=FakeClock()):
+        await clusters.virtual.create(PODS, claim_pod("web", "default", resourceClaimName="shared"), "default")
+        hpod = await host_object(clusters, PODS, host_name("web", "default", VCLUSTER), "web synced")
+    assert hpod["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimName": hname}]
 
 
 async def test_a_host_object_vcluster_did_not_copy_is_not_used_until_its_annotations_say_whose_it_is(

@@ -320,6 +320,12 @@ LISTED = (
              "syncer/controllers/translate.py", "        if opts.node_selector:  # SyncToHost",
              '        if opts.node_selector and not spec.get("nodeName"):  # SyncToHost',
              ("tests/test_pod_parity.py", "-k", "placed_by_hand")),
+    Mutation("a pod gets the host copy of another namespace's ResourceClaim under a colliding name",
+             "syncer/controllers/translate.py", "    deps += claims\n", "\n",
+             ("tests/test_hostile_references.py", "-k", "through_a_resource_claim")),
+    Mutation("a host ResourceClaim without vcluster's annotations holds the pod back for ever",
+             "syncer/controllers/pods.py", "unmarked_ok=d.kind in (RESOURCECLAIM, RESOURCECLAIMTEMPLATE))",
+             "unmarked_ok=False)", ("tests/test_hostile_references.py", "-k", "without_vclusters_annotations")),
 )
 
 

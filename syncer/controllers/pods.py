@@ -40,7 +40,14 @@ from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, tr
 from syncer.controllers.podtokens import ServiceAccountTokens
 from syncer.controllers.podtranslate import affinity, tokens, trust
 from syncer.controllers.podtranslate.options import PodOptions
-from syncer.controllers.podtranslate.references import CONFIGMAP, SECRET, Dependency, not_the_copy
+from syncer.controllers.podtranslate.references import (
+    CONFIGMAP,
+    RESOURCECLAIM,
+    RESOURCECLAIMTEMPLATE,
+    SECRET,
+    Dependency,
+    not_the_copy,
+)
 from syncer.controllers.refusal import Refusal
 from syncer.controllers.sources import (
     DEPENDENCY_RESOURCES,
@@ -221,6 +228,10 @@ class PodReconciler:
         self.options = PodOptions.from_config(config)
         if self.options.service_accounts_to_host:  # pods run as the host copy of their own service account
             self.host_objects[SERVICEACCOUNT] = factory.store(sources.host_objects(SERVICEACCOUNT))
+        for kind, on in ((RESOURCECLAIM, self.options.resource_claims),
+                         (RESOURCECLAIMTEMPLATE, self.options.resource_claim_templates)):
+            if on:  # the host copies of the claims and templates pods name
+                self.host_objects[kind] = factory.store(sources.host_objects(kind))
         self.virtual_nodes: Store | None = None  # a pod's nodeName must name one, with a nodes selector
         if self.options.node_selector:
             self.virtual_nodes = factory.store(sources.virtual_nodes)
@@ -533,11 +544,13 @@ class PodReconciler:
     def _not_the_copy(self, d: Dependency, namespace: str, obj: Cached) -> str:
         """How cached host object `obj`, which `d` names, is not the copy of the virtual object `d` references from
         a pod in `namespace` ("" when it is): a reference names an object of the pod's namespace, the DNS Service
-        `kube-system/kube-dns`; the vcluster's own Service is not a copy and is not checked."""
+        `kube-system/kube-dns`; the vcluster's own Service is not a copy and is not checked. A host ResourceClaim or
+        template without vcluster's annotations passes (references.not_the_copy's `unmarked_ok`)."""
         if d.kind == SERVICE and d.field != "spec.dnsPolicy":
             return ""
         ns, _, name = d.name.rpartition("/") if d.kind == SERVICE else (namespace, "/", d.name)
-        return not_the_copy(d.kind, d.host_name, ns, name, sub_field(obj, "metadata", "annotations"))
+        return not_the_copy(d.kind, d.host_name, ns, name, sub_field(obj, "metadata", "annotations"),
+                            unmarked_ok=d.kind in (RESOURCECLAIM, RESOURCECLAIMTEMPLATE))
 
     async def _force_sync(self, kind: str, name: str, namespace: str) -> None:
         """Annotate virtual ConfigMap/Secret `namespace/name` with `vcluster.loft.sh/force-sync: "true"`

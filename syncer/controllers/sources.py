@@ -27,7 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncer.controllers import translate
-from syncer.controllers.podtranslate.references import CONFIGMAP, OBJECT_NAME, OBJECT_NAMESPACE, PVC, SECRET
+from syncer.controllers.podtranslate.references import (
+    CONFIGMAP,
+    OBJECT_NAME,
+    OBJECT_NAMESPACE,
+    PVC,
+    RESOURCECLAIM,
+    RESOURCECLAIMTEMPLATE,
+    SECRET,
+)
 from syncer.kube.builder import Slim, Source
 from syncer.kube.resources import (
     CONFIGMAPS,
@@ -36,6 +44,8 @@ from syncer.kube.resources import (
     PODS,
     PRIORITYCLASSES,
     PVCS,
+    RESOURCECLAIMS,
+    RESOURCECLAIMTEMPLATES,
     RUNTIMECLASSES,
     SECRETS,
     SERVICEACCOUNTS,
@@ -49,7 +59,8 @@ SERVICE = "service"  # host Services a pod needs: the vcluster's own, and the DN
 SERVICEACCOUNT = "serviceaccount"  # the host copy of a pod's service account, with sync.toHost.serviceAccounts
 # the kinds of host object a pod may wait for, and the virtual ones it may mark for vcluster
 DEPENDENCY_RESOURCES: dict[str, APIResource] = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS, PVC: PVCS, SERVICE: SERVICES}
-OPTIONAL_DEPENDENCY_RESOURCES: dict[str, APIResource] = {SERVICEACCOUNT: SERVICEACCOUNTS}  # read only when enabled
+OPTIONAL_DEPENDENCY_RESOURCES: dict[str, APIResource] = {  # read only when their sync is enabled
+    SERVICEACCOUNT: SERVICEACCOUNTS, RESOURCECLAIM: RESOURCECLAIMS, RESOURCECLAIMTEMPLATE: RESOURCECLAIMTEMPLATES}
 FORCE_SYNC_RESOURCES: dict[str, APIResource] = {CONFIGMAP: CONFIGMAPS, SECRET: SECRETS}
 
 # What event handlers and indexes read of a cached object without decoding it; the rest stays packed.

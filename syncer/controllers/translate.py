@@ -14,7 +14,12 @@ from typing import Any
 
 from syncer.controllers.podtranslate import affinity, downward, environment, hostpath, hosts, metadata, scheduling
 from syncer.controllers.podtranslate.options import PodOptions
-from syncer.controllers.podtranslate.references import Dependency, translate_references
+from syncer.controllers.podtranslate.references import (
+    RESOURCECLAIM,
+    RESOURCECLAIMTEMPLATE,
+    Dependency,
+    translate_references,
+)
 from syncer.kube.jsonutil import copy_json
 
 Obj = dict[str, Any]
@@ -185,7 +190,9 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
       object-namespace, object-uid, object-kind, object-host-name and object-host-namespace (vcluster's
       `HostAnnotations`: the host pod's own name and namespace);
     - references to ConfigMaps, Secrets and PVCs rewritten to their host names
-      (podtranslate.references; returned as the dependencies, in spec order);
+      (podtranslate.references; returned as the dependencies, in spec order), then, with vcluster's
+      `sync.toHost.resourceClaims`/`resourceClaimTemplates` on, the renamed claims and templates
+      (`translateResourceClaims`), also as dependencies;
     - spec: the virtual spec without what host admission sets or what names virtual-only objects:
       serviceAccountName, overhead (service-account token projections are left for the reconciler to replace
       with tokens, podtranslate.tokens); priority, enforced tolerations and images (podtranslate.scheduling);
@@ -243,14 +250,18 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
             # it too, so the host kubelet refuses it on a node outside the selector (its admission's
             # GeneralPredicates: kubernetes pkg/kubelet/lifecycle/predicate.go), whatever the virtual Nodes say.
             spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **opts.node_selector}
-    for claim in spec.get("resourceClaims") or []:
-        for key, on in (("resourceClaimName", opts.resource_claims),
-                        ("resourceClaimTemplateName", opts.resource_claim_templates)):
+    claims: list[Dependency] = []  # the host claims and templates the pod names (a copy of another's is refused)
+    for i, claim in enumerate(spec.get("resourceClaims") or []):
+        for key, on, kind in (("resourceClaimName", opts.resource_claims, RESOURCECLAIM),
+                              ("resourceClaimTemplateName", opts.resource_claim_templates, RESOURCECLAIMTEMPLATE)):
             if on and isinstance(claim, dict) and isinstance(claim.get(key), str):
-                claim[key] = host_pod_name(claim[key], meta["namespace"], vcluster_name)
+                host_claim = host_pod_name(claim[key], meta["namespace"], vcluster_name)
+                claims.append(Dependency(kind, claim[key], host_claim, False, f"spec.resourceClaims[{i}].{key}"))
+                claim[key] = host_claim
     if opts.enforce_tolerations:
         spec["tolerations"] = scheduling.add_tolerations(spec.get("tolerations") or [], opts.enforce_tolerations)
     deps = translate_references(spec, meta["name"], lambda n: host_pod_name(n, meta["namespace"], vcluster_name))
+    deps += claims
     hostpath.rewrite_host_paths(spec, hostpath.virtual_path(host_namespace, vcluster_name),
                                 physical=opts.physical_host_paths,
                                 host_uid=cluster.host_uid if cluster is not None else lambda uid: None)

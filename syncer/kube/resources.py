@@ -73,9 +73,14 @@ SERVICEACCOUNTS = APIResource("", "v1", "serviceaccounts", "ServiceAccount", Tru
 NODES = APIResource("", "v1", "nodes", "Node", False, "node", ("no",), ("status",))
 PRIORITYCLASSES = APIResource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, "priorityclass",
                               ("pc",))
+# Dynamic resource allocation (Kubernetes 1.34 GA; vcluster's `mappings.ResourceClaims`, `ResourceClaimTemplates`)
+RESOURCECLAIMS = APIResource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, "resourceclaim",
+                             subresources=("status",))
+RESOURCECLAIMTEMPLATES = APIResource("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True,
+                                     "resourceclaimtemplate")
 SELFSUBJECTREVIEWS = APIResource("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False,
                                  "selfsubjectreview", verbs=("create",))
 
 ALL_RESOURCES: tuple[APIResource, ...] = (NAMESPACES, PODS, EVENTS, RUNTIMECLASSES, LEASES, CONFIGMAPS, SECRETS,
                                           SERVICES, PVCS, SERVICEACCOUNTS, PRIORITYCLASSES, NODES,
-                                          SELFSUBJECTREVIEWS)
+                                          RESOURCECLAIMS, RESOURCECLAIMTEMPLATES, SELFSUBJECTREVIEWS)
