@@ -318,6 +318,9 @@ async def test_a_host_pod_of_another_owner_put_under_the_name_behind_a_stale_cac
                                      for m, p, _ in clusters.host_server.requests[seen:]),
                          "the syncer's patch for the host pod its cache still holds")
         await syncer.wait_idle()
+        # the refusal names the uid (other_object): the syncer needs no read of the host to know the pod is not its
+        assert not [p for m, p, _ in clusters.host_server.requests[seen:]
+                    if m == "GET" and p.endswith(f"/pods/{hname('web')}")]
         after = await clusters.host.get(PODS, hname("web"), HOST_NS)
         assert after["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
         events = (await clusters.virtual.list(EVENTS, "default"))["items"]
