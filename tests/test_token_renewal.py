@@ -11,10 +11,11 @@ from typing import Any
 from kubesim.tokens import whoami
 from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.clock import FakeClock
-from syncer.kube.resources import PODS, SECRETS
+from syncer.kube.resources import NAMESPACES, PODS, SECRETS
 from syncer.manager import Syncer
 from tests.conftest import HOST_NS, Clusters, eventually, pod, rc_config, running_syncer
-from tests.test_pod_sync import hname, host_pods
+from tests.test_pod_lifecycle import kubelet
+from tests.test_pod_sync import hname, host_pods, warnings_for
 
 Obj = dict[str, Any]
 LIFETIME = 600  # the shortest the API server allows (kube-apiserver: "may not specify a duration less than 10 minutes")
@@ -114,6 +115,45 @@ async def test_a_failed_renewal_is_retried_and_shows_in_readyz(clusters: Cluster
         await eventually(lambda: token_of(annotations(clusters))[1] != first, "renewed once the server answers")
         await eventually(lambda: syncer.ready, "ready again")
         assert renewed(syncer, "renewed") == 1.0
+
+
+async def test_a_debug_container_the_host_refuses_does_not_stop_the_renewal(clusters: Clusters) -> None:
+    # The host namespace enforces Pod Security baseline, which refuses a privileged debug container; the pod keeps
+    # it for good (ephemeral containers cannot be removed), so every update of the pod is refused from then on. The
+    # tokens must still be renewed, or they expire with the workload running.
+    await clusters.host.patch(NAMESPACES, HOST_NS, {"metadata": {"labels": {
+        "pod-security.kubernetes.io/enforce": "baseline"}}})
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=LIFETIME) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        _, first = token_of(annotations(clusters))
+        await syncer.wait_idle()
+        await clusters.virtual.patch(PODS, "web", [{"op": "add", "path": "/spec/ephemeralContainers", "value": [
+            {"name": "dbg", "image": "busybox", "securityContext": {"privileged": True}}]}], "default",
+            patch_type="json", subresource="ephemeralcontainers")
+        await warnings_for(clusters, "web", lambda ws: any(w["reason"] == "SyncError" for w in ws),
+                           "the host's refusal told to the tenant")
+        clock.advance(0.8 * LIFETIME)
+        await eventually(lambda: token_of(annotations(clusters))[1] != first, "the token renewed all the same")
+    assert renewed(syncer, "renewed") == 1.0
+
+
+async def test_a_forbidden_binding_does_not_stop_the_renewal(clusters: Clusters) -> None:
+    # a virtual API server (or RBAC) without pods/binding: the pod is shown Running all the same (README), and its
+    # tokens must be renewed all the same
+    clusters.virtual_server.faults.fail(403, verb="create", resource="pods/binding", times=10**6)
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=LIFETIME) as syncer, \
+            kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: (o.get(hname("web")) or {}).get("spec", {}).get("nodeName"),
+                        "web scheduled on the host")
+        _, first = token_of(annotations(clusters))
+        await syncer.wait_idle()
+        clock.advance(0.8 * LIFETIME)
+        await eventually(lambda: token_of(annotations(clusters))[1] != first, "the token renewed all the same")
+    assert renewed(syncer, "renewed") == 1.0
 
 
 async def test_a_renewal_never_writes_the_tokens_into_a_host_pod_of_another_owner(clusters: Clusters) -> None:

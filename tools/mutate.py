@@ -326,6 +326,16 @@ LISTED = (
     Mutation("a host ResourceClaim without vcluster's annotations holds the pod back for ever",
              "syncer/controllers/pods.py", "unmarked_ok=d.kind in (RESOURCECLAIM, RESOURCECLAIMTEMPLATE))",
              "unmarked_ok=False)", ("tests/test_hostile_references.py", "-k", "without_vclusters_annotations")),
+    Mutation("a refused update stops the pod's token renewal (its tokens expire)", "syncer/controllers/pods.py",
+             "        due: float | None = None\n        renew_error: Exception | None = None\n",
+             "        if update_error is not None:\n            raise update_error\n"
+             "        due: float | None = None\n        renew_error: Exception | None = None\n",
+             ("tests/test_token_renewal.py", "-k", "debug_container_the_host_refuses")),
+    Mutation("a failed binding stops the pod's token renewal", "syncer/controllers/pods.py",
+             "        due: float | None = None\n        renew_error: Exception | None = None\n",
+             "        if bind_error is not None:\n            raise bind_error\n"
+             "        due: float | None = None\n        renew_error: Exception | None = None\n",
+             ("tests/test_token_renewal.py", "-k", "forbidden_binding")),
 )
 
 

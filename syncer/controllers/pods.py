@@ -646,22 +646,26 @@ class PodReconciler:
         # pods/binding, or RBAC without it, must still show the pod Running.
         bind_error = await self._bind(vpod, (hpod.get("spec") or {}).get("nodeName"))
         await self._copy_status(vpod, hpod)
-        if update_error is not None:
-            raise update_error  # retried with backoff (a host refusal was reported as a SyncError)
-        if bind_error is not None:
-            raise bind_error  # retried with backoff, reported once per cause
-        if (hpod.get("metadata") or {}).get("deletionTimestamp"):
-            return None
-        renewals = self.tokens.renewals
-        try:
-            due = await self.tokens.renew_if_due(vpod, hpod)
-            return held if due is None else due if held is None else min(due, held)
-        except (ApiError, ReconcileError):
-            self.metrics.token_renewals.labels("failed").inc()
-            raise
-        finally:
-            if self.tokens.renewals > renewals:
-                self.metrics.token_renewals.labels("renewed").inc()
+        # The tokens are renewed whatever happened to the update or the binding: a lasting refusal of one of them
+        # (a debug container the host's Pod Security refuses, which the pod keeps for good; no pods/binding) would
+        # otherwise stop the renewal for good, and the pod's tokens would expire. The retry of the failure (its
+        # backoff is at most 30 s) looks again.
+        due: float | None = None
+        renew_error: Exception | None = None
+        if not (hpod.get("metadata") or {}).get("deletionTimestamp"):
+            renewals = self.tokens.renewals
+            try:
+                due = await self.tokens.renew_if_due(vpod, hpod)
+            except (ApiError, ReconcileError) as e:
+                self.metrics.token_renewals.labels("failed").inc()
+                renew_error = e
+            finally:
+                if self.tokens.renewals > renewals:
+                    self.metrics.token_renewals.labels("renewed").inc()
+        for error in (update_error, bind_error, renew_error):  # the update's was reported as a SyncError, the
+            if error is not None:  # binding's once per cause; each is retried with backoff
+                raise error
+        return held if due is None else due if held is None else min(due, held)
 
     async def _hold_ephemeral(self, vpod: Obj, desired: Obj, deps: list[Dependency],
                               plan: podupdate.PodUpdate) -> float | None:
