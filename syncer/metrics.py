@@ -52,5 +52,6 @@ class Metrics:
                                       "Renewals of host pods' service-account tokens, by result (renewed, failed)",
                                       ["result"], registry=r)
         self.pods_refused = Counter("runtimeclass_syncer_pods_refused_total",
-                                    "Virtual pods held back by the RuntimeClass gate, by runtime class",
+                                    "Virtual pods held back by the RuntimeClass gate, by runtime class (<unknown>: "
+                                    "one the host does not have)",
                                     ["runtime_class"], registry=r)

@@ -347,3 +347,22 @@ async def test_the_echo_of_its_own_creates_wakes_no_reconcile(clusters: Clusters
     # the reconcile that creates a host pod returns what its echo's would have: when its tokens (the virtual API
     # server injected a kube-api-access volume) are due for renewal, so each pod is looked at again then
     assert requeued >= 20, requeued
+
+
+async def test_refusals_for_classes_the_host_lacks_share_one_metric_series(clusters: Clusters) -> None:
+    # The class a pod names is the tenant's to choose: a refusal for a class the host does not have is counted
+    # under runtime_class="<unknown>", so made-up names add no series (each would stay in the syncer's memory and
+    # the platform's Prometheus after the pod is gone); a host class keeps its own series.
+    from prometheus_client import generate_latest
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "production"}))
+    async with running_syncer(clusters, rc_config(DEV)) as syncer:
+        await clusters.virtual.create(PODS, pod("prod", "gvisor"), "default")
+        for i in range(3):
+            await clusters.virtual.create(PODS, pod(f"made-up-{i}", f"made-up-{i}"), "default")
+        await warnings_for(clusters, "made-up-2")
+        await syncer.wait_idle()
+        metrics = generate_latest(syncer.metrics.registry).decode()
+    refused = sorted(line for line in metrics.splitlines()
+                     if line.startswith("runtimeclass_syncer_pods_refused_total{"))
+    assert refused == ['runtimeclass_syncer_pods_refused_total{runtime_class="<unknown>"} 3.0',
+                       'runtimeclass_syncer_pods_refused_total{runtime_class="gvisor"} 1.0']

@@ -336,6 +336,9 @@ LISTED = (
              "        if bind_error is not None:\n            raise bind_error\n"
              "        due: float | None = None\n        renew_error: Exception | None = None\n",
              ("tests/test_token_renewal.py", "-k", "forbidden_binding")),
+    Mutation("every made-up class name a tenant's pod names becomes a metric series", "syncer/controllers/pods.py",
+             "return rc_name if not rc_name or self.host_rcs.get(rc_name) is not None else UNKNOWN_CLASS",
+             "return rc_name", ("tests/test_pod_sync.py", "-k", "share_one_metric")),
 )
 
 

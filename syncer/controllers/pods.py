@@ -76,6 +76,7 @@ ACTION = "SyncPod"
 
 WAIT_WARNING = 10.0  # seconds a pod waits for its host objects before a SyncWarning says for what
 WAIT_RECHECK = 30.0  # seconds between checks after that (a host object appearing wakes the pod at once)
+UNKNOWN_CLASS = "<unknown>"  # the refusal metric's label for a class the host does not have (or is not read)
 NODE_RECHECK = 15.0  # seconds before a pod naming a node the virtual cluster lacks is looked at again (vcluster's)
 
 
@@ -703,7 +704,7 @@ class PodReconciler:
             return False
         name = vpod["metadata"]["name"]
         message = f'Pod {name} is forbidden: violates PodSecurity "{level}:latest": {", ".join(found)}'
-        self.metrics.pods_refused.labels(rc_name).inc()
+        self.metrics.pods_refused.labels(self._class_label(rc_name)).inc()
         log.info("did not sync pod %s/%s: %s", vpod["metadata"]["namespace"], name, message)
         await self.recorder.record(PODS, vpod, "Warning", "SyncError", message, ACTION)
         return True
@@ -891,8 +892,15 @@ class PodReconciler:
         ip = ((svc or {}).get("spec") or {}).get("clusterIP")
         return ip if isinstance(ip, str) and ip and ip != "None" else None
 
+    def _class_label(self, rc_name: str) -> str:
+        """The `runtime_class` label of the refusal metric for class `rc_name`: the name when the host has that
+        class (or "" when the pod names none), else UNKNOWN_CLASS. The name comes from the tenant's pod: one
+        series per made-up name would grow the syncer's memory and the platform's Prometheus without bound (one
+        a name, kept after the pod is gone)."""
+        return rc_name if not rc_name or self.host_rcs.get(rc_name) is not None else UNKNOWN_CLASS
+
     async def _refuse(self, vpod: Obj, rc_name: str, message: str) -> None:
-        self.metrics.pods_refused.labels(rc_name).inc()
+        self.metrics.pods_refused.labels(self._class_label(rc_name)).inc()
         log.info("%s", message)
         await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
 
