@@ -462,3 +462,22 @@ async def test_a_tenant_pod_cannot_join_the_vclusters_own_service(clusters: Clus
         await host_pods(clusters, lambda o: hname("impostor") in o, "impostor synced")
     selected = await clusters.host.list(PODS, HOST_NS, label_selector=f"app=vcluster,release={VCLUSTER}")
     assert selected["items"] == []
+
+
+async def test_a_pod_certificate_projection_is_not_synced(clusters: Clusters) -> None:
+    # A projected podCertificate source (Kubernetes 1.34 alpha, 1.35 beta) would have the host's kubelet get the
+    # pod a certificate identifying the host pod and its host service account: a host credential, which a tenant
+    # pod never gets (behaviour.md 3: never the host's service-account token). The pod is refused, saying why.
+    p = pod("certs")
+    p["spec"]["volumes"] = [{"name": "id", "projected": {"sources": [
+        {"configMap": {"name": "ca", "optional": True}},
+        {"podCertificate": {"signerName": "example.com/host-signer", "keyType": "ED25519",
+                            "credentialBundlePath": "bundle.pem"}}]}}]
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, p, "default")
+        (event,) = await warnings_for(clusters, "certs", what="the refusal")
+        await syncer.wait_idle()
+        assert not (await clusters.host.list(PODS, HOST_NS))["items"]
+    assert (event["reason"], event["message"]) == ("SyncWarning", (
+        'did not sync pod "certs" to host because spec.volumes[0].projected.sources[1].podCertificate would have the '
+        "host issue it a certificate of the host pod; pod certificates are not synced: remove the source"))

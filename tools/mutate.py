@@ -339,6 +339,9 @@ LISTED = (
     Mutation("every made-up class name a tenant's pod names becomes a metric series", "syncer/controllers/pods.py",
              "return rc_name if not rc_name or self.host_rcs.get(rc_name) is not None else UNKNOWN_CLASS",
              "return rc_name", ("tests/test_pod_sync.py", "-k", "share_one_metric")),
+    Mutation("a pod certificate projection reaches the host (a host-issued credential)", "syncer/controllers/pods.py",
+             "        if credential is not None:  # the spec's", "        if False:  # the spec's",
+             ("tests/test_workloads.py", "-k", "pod_certificate")),
 )
 
 

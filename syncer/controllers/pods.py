@@ -440,6 +440,12 @@ class PodReconciler:
             return None  # vcluster's SyncToHost: the virtual scheduler binds it first (its binding wakes the pod)
         if await self._violates_pod_security(vpod, resolution.runtime_class):
             return None
+        credential = translate.host_credential_field(vpod.get("spec") or {})
+        if credential is not None:  # the spec's volumes cannot change: the pod stays refused
+            await self._refuse(vpod, resolution.runtime_class, (
+                f'did not sync pod "{vpod["metadata"]["name"]}" to host because {credential} would have the host '
+                "issue it a certificate of the host pod; pod certificates are not synced: remove the source"))
+            return None
         node = (vpod.get("spec") or {}).get("nodeName")
         if self.virtual_nodes is not None and node and self.virtual_nodes.get(node) is None:
             # vcluster's SyncToHost with sync.fromHost.nodes.selector: a pod placed by hand must name a node the

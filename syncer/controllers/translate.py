@@ -377,6 +377,21 @@ def pod_shape_error(pod: Obj) -> str | None:
     return None
 
 
+def host_credential_field(spec: Mapping[str, Any]) -> str | None:
+    """The first field of pod spec `spec` that would have the host issue the pod a credential of its own, None
+    when there is none: a projected `podCertificate` source (Kubernetes 1.34 alpha, 1.35 beta: the host's kubelet
+    asks the signer the pod names for a certificate identifying the host pod and its host service account). vcluster
+    passes it through; here such a pod is not synced, as a host pod never gets the host's service-account token.
+    E.g. `spec.volumes[0].projected.sources[1].podCertificate`."""
+    for i, vol in enumerate(spec.get("volumes") or []):
+        projected = vol.get("projected") if isinstance(vol, dict) else None
+        sources = projected.get("sources") if isinstance(projected, dict) else None
+        for j, src in enumerate(sources if isinstance(sources, list) else []):
+            if isinstance(src, dict) and src.get("podCertificate") is not None:
+                return f"spec.volumes[{i}].projected.sources[{j}].podCertificate"
+    return None
+
+
 def runtime_class_shape_error(rc: Obj) -> str | None:
     """Why a host RuntimeClass cannot be copied (None when it can)."""
     meta = rc.get("metadata")
