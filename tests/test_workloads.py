@@ -276,6 +276,32 @@ async def test_with_use_secrets_for_sa_tokens_the_token_is_in_a_secret_owned_by_
     assert err.value.not_found
 
 
+async def test_two_tokens_of_one_volume_get_two_keys_of_the_token_secret(clusters: Clusters) -> None:
+    # A volume projecting the API server's token and one for another audience (a Vault's): each file gets its own
+    # token. vcluster keys the Secret by the volume's name only, so both files would read one token, the API
+    # server's landing in the file meant for the third party.
+    from tests.test_token_renewal import claims
+    doc = rc_config()
+    doc["sync"]["toHost"] = {"pods": {"useSecretsForSATokens": True}}
+    p = pod("web")
+    p["spec"]["volumes"] = [{"name": "creds", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "kube-token"}},
+        {"serviceAccountToken": {"audience": "vault", "path": "vault-token"}}]}}]
+    secret_name = h("web-sa-token")
+    async with running_syncer(clusters, doc):
+        await clusters.virtual.create(PODS, p, "default")
+        hp = (await host_pods(clusters, lambda o: hname("web") in o, "web synced"))[hname("web")]
+        secret = await clusters.host.get(SECRETS, secret_name, HOST_NS)
+    (creds,) = [v for v in hp["spec"]["volumes"] if v["name"] == "creds"]
+    assert creds["projected"]["sources"] == [
+        {"secret": {"name": secret_name, "items": [{"key": "creds", "path": "kube-token", "mode": 0o644}]}},
+        {"secret": {"name": secret_name, "items": [{"key": "creds.1", "path": "vault-token", "mode": 0o644}]}}]
+    audiences = {k: claims(base64.b64decode(v).decode())["aud"] for k, v in secret["data"].items()
+                 if k.startswith("creds")}  # beside the injected kube-api-access volume's
+    assert audiences == {"creds": ["https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",
+                                   "https://kubernetes.default"], "creds.1": ["vault"]}
+
+
 async def service(c: Clusters, name: str, ns: str, ports: list[Obj], cluster: str = "host") -> Obj:
     client = c.host if cluster == "host" else c.virtual
     return await client.create(SERVICES, {"metadata": {"name": name}, "spec": {"ports": ports}}, ns)

@@ -342,6 +342,10 @@ LISTED = (
     Mutation("a pod certificate projection reaches the host (a host-issued credential)", "syncer/controllers/pods.py",
              "        if credential is not None:  # the spec's", "        if False:  # the spec's",
              ("tests/test_workloads.py", "-k", "pod_certificate")),
+    Mutation("two token sources of one volume share a Secret key (the API server's token in the Vault's file)",
+             "syncer/controllers/podtranslate/tokens.py",
+             'key = source.volume if source.volume not in data else f"{source.volume}.{source.index}"',
+             "key = source.volume", ("tests/test_workloads.py", "-k", "two_tokens")),
 )
 
 

@@ -118,8 +118,12 @@ def apply_tokens(spec: Obj, annotations: dict[str, str], tokens: list[tuple[Toke
         secret_name: the host Secret for Secret mode, or None for annotation mode.
         suffix: a random suffix for annotation names (vcluster's 8 random characters).
     Returns:
-        the Secret's data (volume name -> token) in Secret mode, else an empty dict; and where each token is
-        (annotation name or Secret key) -> its audiences (the renewal state's `tokens`).
+        the Secret's data (key -> token) in Secret mode, else an empty dict; and where each token is
+        (annotation name or Secret key) -> its audiences (the renewal state's `tokens`). A Secret key is the
+        volume's name, as vcluster's `SATokenSecret` names it, and `<volume>.<source index>` for a volume's further
+        token sources: vcluster gives them all the volume's key, so a volume projecting a token for another audience
+        (a Vault's) beside the API server's would mount the API server's token, valid for the virtual cluster, in
+        the file meant for the third party.
     """
     data: dict[str, str] = {}
     where: dict[str, list[str]] = {}
@@ -127,10 +131,11 @@ def apply_tokens(spec: Obj, annotations: dict[str, str], tokens: list[tuple[Toke
     for source, token in tokens:
         sources = volumes[source.volume]["projected"]["sources"]
         if secret_name is not None:
-            data[source.volume] = token
-            where[source.volume] = list(source.audiences)
+            key = source.volume if source.volume not in data else f"{source.volume}.{source.index}"
+            data[key] = token
+            where[key] = list(source.audiences)
             sources[source.index] = {"secret": {"name": secret_name, "items": [
-                {"key": source.volume, "path": source.path, "mode": FILE_MODE}]}}
+                {"key": key, "path": source.path, "mode": FILE_MODE}]}}
         else:
             while (name := TOKEN_ANNOTATION_PREFIX + suffix()) in annotations:
                 pass
