@@ -179,6 +179,10 @@ class EmbeddedAPIServer:
         self.faults = FaultInjector()
         self.requests: list[tuple[str, str, str]] = []  # (method, path, user agent) of every request, for tests
         self.audit: list[AuditEntry] = []  # every resource request as RBAC sees it, for tests
+        # The host's mutating admission webhooks on pod create (a test's stand-in for Kueue's, which adds a
+        # scheduling gate): each mutates the pod in place, after the built-in mutating plugins, as kube-apiserver's
+        # MutatingAdmissionWebhook plugin runs after them.
+        self.pod_create_webhooks: list[Callable[[dict[str, Any]], None]] = []
         self._runner: web.AppRunner | None = None
         self._by_path = {(r.group, r.version, r.plural): r for r in ALL_RESOURCES}
         self._seed()
@@ -686,6 +690,8 @@ class EmbeddedAPIServer:
             admission.admit_default_toleration_seconds(obj)
             if self.runtime_class_admission:
                 admission.admit_runtime_class(obj, lambda n: self.storage.get(RUNTIMECLASSES, "", n))
+            for webhook in self.pod_create_webhooks:
+                webhook(obj)
             namespace = self.storage.get(NAMESPACES, "", ns)
             admission.admit_pod_security(obj, ((namespace or {}).get("metadata") or {}).get("labels"))
         if res == PRIORITYCLASSES:

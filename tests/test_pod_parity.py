@@ -258,6 +258,35 @@ async def test_a_pod_placed_by_hand_must_name_a_node_the_virtual_cluster_has(clu
     assert pinned["spec"]["nodeName"] == "gpu-7" and pinned["spec"]["nodeSelector"] == {"pool": "tenants"}
 
 
+async def test_a_scheduling_gate_the_host_added_stays_until_the_host_removes_it(clusters: Clusters) -> None:
+    # A host webhook adds a gate at the create (Kueue's pod integration adds `kueue.x-k8s.io/admission` to pods
+    # with a queue label, and removes it when the quota admits the pod). vcluster's calcSpecDiff sets the host's
+    # gates to the virtual pod's, which removes Kueue's at the first update and lets the pod past the host's quota;
+    # here only the gates the virtual pod had at the create go when the virtual pod drops them.
+    def kueue(p: Obj) -> None:
+        if "kueue.x-k8s.io/queue-name" in (p["metadata"].get("labels") or {}):
+            p["spec"]["schedulingGates"] = [*(p["spec"].get("schedulingGates") or []),
+                                            {"name": "kueue.x-k8s.io/admission"}]
+    clusters.host_server.pod_create_webhooks.append(kueue)
+    gated = pod("web", schedulingGates=[{"name": "example.com/wait"}])
+    gated["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "gpu"}
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, gated, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        assert host(clusters, "web")["spec"]["schedulingGates"] == [{"name": "example.com/wait"},
+                                                                    {"name": "kueue.x-k8s.io/admission"}]
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "a"}}}, "default")
+        await eventually(lambda: host(clusters, "web")["metadata"]["labels"].get("tier") == "a", "an update")
+        assert host(clusters, "web")["spec"]["schedulingGates"] == [{"name": "example.com/wait"},
+                                                                    {"name": "kueue.x-k8s.io/admission"}]
+        await clusters.virtual.patch(PODS, "web", [{"op": "remove", "path": "/spec/schedulingGates"}], "default",
+                                     patch_type="json")
+        await eventually(lambda: host(clusters, "web")["spec"].get("schedulingGates") == [
+            {"name": "kueue.x-k8s.io/admission"}], "the tenant's gate gone, the host's kept")
+        await syncer.wait_idle()
+    assert host(clusters, "web")["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/admission"}]
+
+
 async def test_a_host_without_pods_resize_skips_resizes_and_keeps_the_rest_in_sync(
         clusters: Clusters, caplog: Any) -> None:
     # a host older than Kubernetes 1.33 has no pods/resize (404 on the subresource of a pod that exists); vcluster

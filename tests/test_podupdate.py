@@ -165,6 +165,27 @@ def test_spec_changes_the_host_accepts() -> None:
     assert [c["name"] for c in plan.ephemeral] == ["debug-2"]
 
 
+def test_scheduling_gates_the_host_added_stay() -> None:
+    # the host pod records the gates the virtual pod had at the create; a gate the host's admission added (Kueue's)
+    # is not among them and stays; a host pod from before the record gets vcluster's rule (the virtual pod's gates)
+    kueue = {"name": "kueue.x-k8s.io/admission"}
+    before = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}], "schedulingGates": [{"name": "wait"}]})
+    host = synced(before)
+    assert host["metadata"]["annotations"]["runtimeclass-syncer.io/scheduling-gates"] == "wait"
+    host["spec"]["schedulingGates"] = [{"name": "wait"}, kueue]
+    after = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}]})
+    assert plan_update(synced(after), host, after, vcluster_name=VC).host_ops == [
+        {"op": "add", "path": "/spec/schedulingGates", "value": [kueue]}]
+    assert plan_update(synced(before), host, before, vcluster_name=VC).host_ops == []  # nothing dropped yet
+    ungated = synced(after)
+    assert ungated["metadata"]["annotations"]["runtimeclass-syncer.io/scheduling-gates"] == ""
+    ungated["spec"]["schedulingGates"] = [kueue]
+    assert plan_update(synced(after), ungated, after, vcluster_name=VC).host_ops == []
+    del host["metadata"]["annotations"]["runtimeclass-syncer.io/scheduling-gates"]  # synced before the record
+    assert plan_update(synced(after), host, after, vcluster_name=VC).host_ops == [
+        {"op": "add", "path": "/spec/schedulingGates", "value": []}]
+
+
 def test_resize_only_the_cpu_and_memory_the_virtual_pod_sets() -> None:
     # syncer.go buildHostPodContainersResourcesResizePatch, narrowed: a host LimitRange's default for what the
     # virtual pod does not set (ephemeral-storage here, limits.memory) is not resized away

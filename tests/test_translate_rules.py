@@ -264,7 +264,9 @@ def test_the_whole_host_pod_of_a_workload() -> None:
                 # the base of the next three-way merge: each synced key with the first 10 hex digits of the
                 # SHA-256 of its value
                 "runtimeclass-syncer.io/synced-annotations":
-                    '{"note":"' + hashlib.sha256(b"x").hexdigest()[:10] + '"}'}},
+                    '{"note":"' + hashlib.sha256(b"x").hexdigest()[:10] + '"}',
+                # the scheduling gates the virtual pod has at the create (none): the only ones the syncer removes
+                "runtimeclass-syncer.io/scheduling-gates": ""}},
         "spec": {
             "runtimeClassName": "gvisor", "enableServiceLinks": False, "automountServiceAccountToken": False,
             "hostname": "web-v2", "serviceAccountName": "vc-workload-vc", "dnsPolicy": "None",
@@ -293,7 +295,7 @@ def test_a_forced_class_and_no_cluster_view() -> None:
         "vcluster.loft.sh/object-uid": "", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
         "vcluster.loft.sh/object-host-name": "p-x-ns-x-vc", "vcluster.loft.sh/object-host-namespace": "h",
         "cluster-autoscaler.kubernetes.io/safe-to-evict": "false", "vcluster.loft.sh/labels": "",
-        "runtimeclass-syncer.io/synced-annotations": "{}"}
+        "runtimeclass-syncer.io/synced-annotations": "{}", "runtimeclass-syncer.io/scheduling-gates": ""}
     assert hpod["spec"] == {"hostname": "mine", "containers": [], "automountServiceAccountToken": False,
                             "runtimeClassName": "kata"}
 

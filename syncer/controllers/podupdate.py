@@ -38,12 +38,13 @@ DERIVED_ANNOTATIONS = frozenset({
     translate.OBJECT_HOST_NAME, translate.OBJECT_HOST_NAMESPACE,
     translate.VIRTUAL_RUNTIME_CLASS, downward.NAME, downward.NAMESPACE, downward.UID, downward.SERVICE_ACCOUNT_NAME,
     downward.LABELS, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD, metadata.OWNER_REFERENCES,
-    metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS, tokens.STATE_ANNOTATION})
+    metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS, tokens.STATE_ANNOTATION,
+    translate.SCHEDULING_GATES})
 _SYSTEM_LABELS = (translate.MANAGED_BY, translate.NAMESPACE_LABEL)
 RESIZABLE = ("cpu", "memory")
 
 
-_SET_ONCE = (tokens.STATE_ANNOTATION, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD)
+_SET_ONCE = (tokens.STATE_ANNOTATION, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD, translate.SCHEDULING_GATES)
 
 
 def _host_owned(key: str) -> bool:
@@ -130,6 +131,20 @@ def merge_metadata(desired: Obj, host: Obj, vpod: Obj, vcluster_name: str) -> tu
     return new_vl, new_va, new_hl, new_ha
 
 
+def scheduling_gates(desired: list[Any], host: list[Any], synced: Any) -> list[Any]:
+    """The host pod's scheduling gates as they should be: the host's, less those the virtual pod had when the host
+    pod was created (`synced`, the host pod's translate.SCHEDULING_GATES) and has dropped since. A gate the host's
+    admission added at the create (Kueue's `kueue.x-k8s.io/admission`, a quota's) stays: vcluster's `calcSpecDiff`
+    sets the host's gates to the virtual pod's, which removes it and lets the pod past the host's quota. A host pod
+    without the record (created before it was kept) gets vcluster's rule. The API server allows only removing
+    gates once a pod exists (`ValidatePodUpdate`), so the virtual pod's can only shrink."""
+    if not isinstance(synced, str):
+        return desired
+    from_virtual = set(synced.split(",")) - {""}
+    keep = set(translate.gate_names(desired))
+    return [g for g in host if not isinstance(g, dict) or g.get("name") in keep or g.get("name") not in from_virtual]
+
+
 def _same_toleration(a: Any, b: Any) -> bool:
     return a == b or (isinstance(a, dict) and isinstance(b, dict) and scheduling.same_toleration(a, b))
 
@@ -214,7 +229,8 @@ def plan_update(desired: Obj, host: Obj, vpod: Obj, *, vcluster_name: str) -> Po
     ads = dspec.get("activeDeadlineSeconds")
     if ads is not None and ads != hspec.get("activeDeadlineSeconds"):
         out.host_ops.append({"op": "add", "path": "/spec/activeDeadlineSeconds", "value": ads})
-    gates = dspec.get("schedulingGates") or []
+    gates = scheduling_gates(dspec.get("schedulingGates") or [], hspec.get("schedulingGates") or [],
+                             (hmeta.get("annotations") or {}).get(translate.SCHEDULING_GATES))
     if gates != (hspec.get("schedulingGates") or []):
         out.host_ops.append({"op": "add", "path": "/spec/schedulingGates", "value": gates})
     host_tolerations = hspec.get("tolerations") or []

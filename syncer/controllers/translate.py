@@ -131,6 +131,10 @@ def runtime_class_view(rc: Obj) -> Obj:
 # The host pod remembers the virtual pod's own runtimeClassName (it may differ when
 # sync.toHost.pods.runtimeClassName forces one), so the gate can be judged after the virtual pod is gone.
 VIRTUAL_RUNTIME_CLASS = "runtimeclass-syncer.io/virtual-runtime-class"
+# The host pod remembers the names of the scheduling gates the virtual pod had when the host pod was created (comma
+# separated; "" for none): the gates the syncer may remove from the host pod when the virtual pod drops them. A gate
+# the host's admission added (Kueue's `kueue.x-k8s.io/admission`) is not among them and stays.
+SCHEDULING_GATES = "runtimeclass-syncer.io/scheduling-gates"
 # Pod status fields kept virtual; every other field of the host pod's status is copied host -> virtual, as
 # vcluster's `DesiredVirtualStatus` (translate/diff.go) copies the whole host status: `observedGeneration`,
 # `nominatedNodeName` and fields newer Kubernetes versions add included. Not `qosClass`: the virtual API server
@@ -222,6 +226,7 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     annotations[metadata.SYNCED_ANNOTATIONS] = metadata.synced_annotations(own_annotations)
     if (vpod.get("spec") or {}).get("runtimeClassName"):
         annotations[VIRTUAL_RUNTIME_CLASS] = vpod["spec"]["runtimeClassName"]
+    annotations[SCHEDULING_GATES] = ",".join(gate_names((vpod.get("spec") or {}).get("schedulingGates")))
     spec = copy_json(vpod.get("spec") or {})
     for k in ("serviceAccountName", "serviceAccount", "overhead"):
         spec.pop(k, None)
@@ -315,6 +320,11 @@ def virtual_claim_name(host_name: str, namespace: str, vcluster_name: str) -> st
 # gate, so a tenant could list these; their conditions are never taken from the virtual pod.
 SYSTEM_CONDITIONS = frozenset({"PodScheduled", "Ready", "Initialized", "ContainersReady", "PodReadyToStartContainers",
                                "PodHasNetwork", "DisruptionTarget", "PodResizePending", "PodResizeInProgress"})
+
+
+def gate_names(gates: Any) -> list[str]:
+    """The names of a pod spec's `schedulingGates` (a list of `{"name": ...}`), in order."""
+    return [g["name"] for g in gates or [] if isinstance(g, dict) and isinstance(g.get("name"), str)]
 
 
 def gate_types(spec: Mapping[str, Any]) -> list[str]:
