@@ -43,6 +43,15 @@ def renewed(syncer: Syncer, result: str) -> float:
                                                     {"result": result}) or 0.0
 
 
+async def web_synced(c: Clusters, syncer: Syncer) -> str:
+    """Create virtual pod default/web and wait until its host pod is there and the syncer idle; its first token."""
+    await c.virtual.create(PODS, pod("web"), "default")
+    await host_pods(c, lambda o: hname("web") in o, "web on the host")
+    _, first = token_of(annotations(c))
+    await syncer.wait_idle()
+    return first
+
+
 async def test_tokens_live_the_lifetime_and_are_renewed_at_80_percent(clusters: Clusters) -> None:
     clock = FakeClock()
     async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=LIFETIME) as syncer:
@@ -97,10 +106,7 @@ async def test_a_deleted_pod_leaves_no_renewal_waiting(clusters: Clusters) -> No
 async def test_a_failed_renewal_is_retried_and_shows_in_readyz(clusters: Clusters) -> None:
     clock = FakeClock()
     async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=LIFETIME) as syncer:
-        await clusters.virtual.create(PODS, pod("web"), "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
-        _, first = token_of(annotations(clusters))
-        await syncer.wait_idle()
+        first = await web_synced(clusters, syncer)
         fault = clusters.virtual_server.faults.fail(503, verb="create", resource="serviceaccounts/token", times=2)
         clock.advance(0.8 * LIFETIME)
         await eventually(lambda: not syncer.ready, "not ready while the renewal fails")
@@ -125,10 +131,7 @@ async def test_a_debug_container_the_host_refuses_does_not_stop_the_renewal(clus
         "pod-security.kubernetes.io/enforce": "baseline"}}})
     clock = FakeClock()
     async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=LIFETIME) as syncer:
-        await clusters.virtual.create(PODS, pod("web"), "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
-        _, first = token_of(annotations(clusters))
-        await syncer.wait_idle()
+        first = await web_synced(clusters, syncer)
         await clusters.virtual.patch(PODS, "web", [{"op": "add", "path": "/spec/ephemeralContainers", "value": [
             {"name": "dbg", "image": "busybox", "securityContext": {"privileged": True}}]}], "default",
             patch_type="json", subresource="ephemeralcontainers")
