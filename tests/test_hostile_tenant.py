@@ -60,8 +60,10 @@ VCLUSTER_ANNOTATIONS = (
     "vcluster.loft.sh/owner-set-kind", "vcluster.loft.sh/hosts-rewritten", "vcluster.loft.sh/token-abcdefgh",
     "vcluster.loft.sh/managed-annotations")
 SYNCER_ANNOTATIONS = ("runtimeclass-syncer.io/token-renewal", "runtimeclass-syncer.io/virtual-runtime-class",
-                      "runtimeclass-syncer.io/synced-annotations", "runtimeclass-syncer.io/scheduling-gates")
+                      "runtimeclass-syncer.io/synced-annotations", "runtimeclass-syncer.io/scheduling-gates",
+                      "runtimeclass-syncer.io/synced-images")
 GATES = SYNCER_ANNOTATIONS[3]  # the gates the virtual pod had at the create: none here, whatever is forged
+IMAGES = SYNCER_ANNOTATIONS[4]  # a hash of each container's image, by `<field>/<name>`: the host pod's own
 OWN_ANNOTATIONS = frozenset(SYNCER_ANNOTATIONS)  # the syncer's keys a host pod may carry (its own values)
 RENEWAL, VIRTUAL_RC = SYNCER_ANNOTATIONS[0], SYNCER_ANNOTATIONS[1]
 OBJECT_NAME, OBJECT_NAMESPACE, OBJECT_UID = VCLUSTER_ANNOTATIONS[:3]
@@ -198,6 +200,8 @@ def check_host_state(run: Run, use_secrets: bool) -> None:
         assert labels.get(MANAGED_BY) == VCLUSTER and labels.get(NAMESPACE_LABEL) == key.split("/")[0]
         assert ann.get(VIRTUAL_RC) == run.pods[key].runtime_class, f"host pod {name}: class annotation"
         assert ann.get(GATES) == "", f"host pod {name}: scheduling-gates annotation"
+        assert set(json.loads(ann[IMAGES])) == {f"{fld}/{c['name']}" for fld in ("initContainers", "containers")
+                                                for c in hp["spec"].get(fld) or []}, f"host pod {name}: images"
         for k in ann:
             assert not k.startswith("runtimeclass-syncer.io/") or k in OWN_ANNOTATIONS, f"{name}: annotation {k}"
         allowed = {MANAGED_BY, NAMESPACE_LABEL, *(vcluster_label(k) for k in REWRITTEN)}

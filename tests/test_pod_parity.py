@@ -287,6 +287,29 @@ async def test_a_scheduling_gate_the_host_added_stays_until_the_host_removes_it(
     assert host(clusters, "web")["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/admission"}]
 
 
+async def test_an_image_a_host_webhook_set_stays_until_the_tenant_changes_it(clusters: Clusters) -> None:
+    # A host webhook rewrites images at the create (a registry mirror; Kyverno's or a digest pinner's). vcluster's
+    # calcSpecDiff sets the host image back to the virtual one at the next update, which restarts the container
+    # with the image the host's policy replaced; here only an image the tenant changed goes to the host.
+    def mirror(p: Obj) -> None:
+        for c in p["spec"]["containers"]:
+            c["image"] = "mirror.example.com/library/" + c["image"]
+    clusters.host_server.pod_create_webhooks.append(mirror)
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        image = vstored(clusters, "web")["spec"]["containers"][0]["image"]
+        assert host(clusters, "web")["spec"]["containers"][0]["image"] == "mirror.example.com/library/" + image
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "a"}}}, "default")
+        await eventually(lambda: host(clusters, "web")["metadata"]["labels"].get("tier") == "a", "an update")
+        assert host(clusters, "web")["spec"]["containers"][0]["image"] == "mirror.example.com/library/" + image
+        await clusters.virtual.patch(PODS, "web", [{"op": "replace", "path": "/spec/containers/0/image",
+                                                    "value": "nginx:1.28"}], "default", patch_type="json")
+        await eventually(lambda: host(clusters, "web")["spec"]["containers"][0]["image"] == "nginx:1.28",
+                         "the tenant's new image on the host")
+        await syncer.wait_idle()
+
+
 async def test_a_host_without_pods_resize_skips_resizes_and_keeps_the_rest_in_sync(
         clusters: Clusters, caplog: Any) -> None:
     # a host older than Kubernetes 1.33 has no pods/resize (404 on the subresource of a pod that exists); vcluster

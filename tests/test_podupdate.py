@@ -155,7 +155,12 @@ def test_spec_changes_the_host_accepts() -> None:
                        "ephemeralContainers": [{"name": "debug-1", "image": "busybox"},
                                                {"name": "debug-2", "image": "busybox"}]})
     plan = plan_update(synced(after), host, after, vcluster_name=VC)
-    assert plan.host_ops == [
+    # the image change comes with the new base of image changes, in the same patch
+    assert plan.host_ops[0]["path"] == "/metadata/annotations"
+    assert plan.host_ops[0]["value"]["runtimeclass-syncer.io/synced-images"] == (
+        '{"containers/app":"' + hashlib.sha256(b"nginx:1").hexdigest()[:10] + '","containers/side":"'
+        + hashlib.sha256(b"envoy:2").hexdigest()[:10] + '"}')
+    assert plan.host_ops[1:] == [
         {"op": "test", "path": "/spec/containers/1/name", "value": "side"},
         {"op": "replace", "path": "/spec/containers/1/image", "value": "envoy:2"},
         {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": 60},
@@ -305,9 +310,26 @@ def test_nothing_to_do_for_a_full_pod_in_sync() -> None:
                    "ephemeralContainers": [{"name": "dbg", "image": "busybox:1"}]})
     plan = plan_update(synced(v), synced(v), v, vcluster_name=VC)
     assert (plan.host_ops, plan.ephemeral, plan.resize) == ([], [], [])
+
+
+def test_an_image_the_host_changed_stays_and_one_the_tenant_changed_goes() -> None:
+    # The host pod records the images of the last sync (synced-images): a host webhook's image (a registry mirror,
+    # a pinned digest) stays while the virtual pod keeps its own; an image the tenant changes goes to the host; a
+    # host pod synced before the record gets vcluster's calcSpecDiff rule (every image set to the virtual one).
+    v = vpod(spec={"initContainers": [{"name": "init", "image": "busybox:1"}],
+                   "containers": [{"name": "app", "image": "nginx:1"}]})
     host = synced(v)
-    host["spec"]["initContainers"][0]["image"] = "busybox:0"
-    assert plan_update(synced(v), host, v, vcluster_name=VC).host_ops == [
+    host["spec"]["initContainers"][0]["image"] = "mirror.example.com/library/busybox:1"
+    assert plan_update(synced(v), host, v, vcluster_name=VC).host_ops == []
+    changed = vpod(spec={"initContainers": [{"name": "init", "image": "busybox:2"}],
+                         "containers": [{"name": "app", "image": "nginx:1"}]})
+    ops = plan_update(synced(changed), host, changed, vcluster_name=VC).host_ops
+    assert ops[1:] == [{"op": "test", "path": "/spec/initContainers/0/name", "value": "init"},
+                       {"op": "replace", "path": "/spec/initContainers/0/image", "value": "busybox:2"}]
+    assert ops[0]["value"]["runtimeclass-syncer.io/synced-images"] == synced(changed)["metadata"]["annotations"][
+        "runtimeclass-syncer.io/synced-images"]
+    del host["metadata"]["annotations"]["runtimeclass-syncer.io/synced-images"]  # synced before the record
+    assert plan_update(synced(v), host, v, vcluster_name=VC).host_ops[1:] == [
         {"op": "test", "path": "/spec/initContainers/0/name", "value": "init"},
         {"op": "replace", "path": "/spec/initContainers/0/image", "value": "busybox:1"}]
 

@@ -266,7 +266,11 @@ def test_the_whole_host_pod_of_a_workload() -> None:
                 "runtimeclass-syncer.io/synced-annotations":
                     '{"note":"' + hashlib.sha256(b"x").hexdigest()[:10] + '"}',
                 # the scheduling gates the virtual pod has at the create (none): the only ones the syncer removes
-                "runtimeclass-syncer.io/scheduling-gates": ""}},
+                "runtimeclass-syncer.io/scheduling-gates": "",
+                # the images of this sync, each container's the first 10 hex digits of the SHA-256 of its image: an
+                # image the host changes later (a mirror's webhook) is told from one the tenant changes
+                "runtimeclass-syncer.io/synced-images":
+                    '{"containers/app":"' + hashlib.sha256(b"nginx:1.27").hexdigest()[:10] + '"}'}},
         "spec": {
             "runtimeClassName": "gvisor", "enableServiceLinks": False, "automountServiceAccountToken": False,
             "hostname": "web-v2", "serviceAccountName": "vc-workload-vc", "dnsPolicy": "None",
@@ -295,7 +299,8 @@ def test_a_forced_class_and_no_cluster_view() -> None:
         "vcluster.loft.sh/object-uid": "", "vcluster.loft.sh/object-kind": "/v1, Kind=Pod",
         "vcluster.loft.sh/object-host-name": "p-x-ns-x-vc", "vcluster.loft.sh/object-host-namespace": "h",
         "cluster-autoscaler.kubernetes.io/safe-to-evict": "false", "vcluster.loft.sh/labels": "",
-        "runtimeclass-syncer.io/synced-annotations": "{}", "runtimeclass-syncer.io/scheduling-gates": ""}
+        "runtimeclass-syncer.io/synced-annotations": "{}", "runtimeclass-syncer.io/scheduling-gates": "",
+        "runtimeclass-syncer.io/synced-images": "{}"}
     assert hpod["spec"] == {"hostname": "mine", "containers": [], "automountServiceAccountToken": False,
                             "runtimeClassName": "kata"}
 

@@ -349,6 +349,10 @@ LISTED = (
     Mutation("a scheduling gate the host's admission added (Kueue's) is removed at the first update",
              "syncer/controllers/podupdate.py", "    if not isinstance(synced, str):\n        return desired\n",
              "    return desired\n", ("tests/test_pod_parity.py", "-k", "scheduling_gate_the_host")),
+    Mutation("an image a host webhook set is set back to the virtual one at every update (a container restart)",
+             "syncer/controllers/podtranslate/metadata.py",
+             "return recorded is None or recorded.get(container) != _digest(image)", "return True",
+             ("tests/test_pod_parity.py", "-k", "image_a_host_webhook")),
 )
 
 

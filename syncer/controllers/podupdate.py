@@ -39,7 +39,7 @@ DERIVED_ANNOTATIONS = frozenset({
     translate.VIRTUAL_RUNTIME_CLASS, downward.NAME, downward.NAMESPACE, downward.UID, downward.SERVICE_ACCOUNT_NAME,
     downward.LABELS, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD, metadata.OWNER_REFERENCES,
     metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS, tokens.STATE_ANNOTATION,
-    translate.SCHEDULING_GATES})
+    translate.SCHEDULING_GATES, metadata.SYNCED_IMAGES})
 _SYSTEM_LABELS = (translate.MANAGED_BY, translate.NAMESPACE_LABEL)
 RESIZABLE = ("cpu", "memory")
 
@@ -219,11 +219,15 @@ def plan_update(desired: Obj, host: Obj, vpod: Obj, *, vcluster_name: str) -> Po
         if (hmeta.get(k) or {}) != new:
             out.host_ops.append({"op": "add", "path": f"/metadata/{k}", "value": new})
     dspec, hspec = desired.get("spec") or {}, host.get("spec") or {}
+    synced = (hmeta.get("annotations") or {}).get(metadata.SYNCED_IMAGES)
     for fld in ("initContainers", "containers"):
         want = {c.get("name"): c.get("image") for c in dspec.get(fld) or []}
         for i, c in enumerate(hspec.get(fld) or []):
             image = want.get(c.get("name"))
-            if image is not None and image != c.get("image"):
+            # only an image the virtual pod changed since the last sync: one a host webhook set stays (vcluster's
+            # calcSpecDiff sets it back, which restarts the container with an image the host's policy replaced)
+            if image is not None and image != c.get("image") and \
+                    metadata.image_changed(synced, f"{fld}/{c.get('name')}", image):
                 out.host_ops.append({"op": "test", "path": f"/spec/{fld}/{i}/name", "value": c.get("name")})
                 out.host_ops.append({"op": "replace", "path": f"/spec/{fld}/{i}/image", "value": image})
     ads = dspec.get("activeDeadlineSeconds")

@@ -287,6 +287,7 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
         env = environment.service_environment(cluster.services, vspec.get("enableServiceLinks") is not False,
                                               cluster.kube_ip)
         environment.add_environment(spec, env, cluster.kube_ip, opts.cluster_domain)
+    annotations[metadata.SYNCED_IMAGES] = metadata.synced_images(spec)  # the base of image changes (podupdate.py)
     host_meta: Obj = {"name": hname, "namespace": host_namespace, "labels": labels, "annotations": annotations}
     if owners:
         host_meta["ownerReferences"] = owners

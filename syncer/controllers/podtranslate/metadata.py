@@ -40,6 +40,7 @@ OWNER_SET_KIND = "vcluster.loft.sh/owner-set-kind"
 NS_LABEL_PREFIX = "vcluster.loft.sh/ns-label"
 LABELS = "vcluster.loft.sh/labels"
 SYNCED_ANNOTATIONS = "runtimeclass-syncer.io/synced-annotations"
+SYNCED_IMAGES = "runtimeclass-syncer.io/synced-images"
 _OWNER_SET_KINDS = ("DaemonSet", "Job", "ReplicaSet", "StatefulSet")
 
 
@@ -116,6 +117,25 @@ def synced_annotations(annotations: Mapping[str, Any]) -> str:
     """The value of `runtimeclass-syncer.io/synced-annotations`: each synced key with a hash of its value,
     as compact sorted JSON (the base of the next three-way merge, without copying values twice)."""
     return json.dumps({k: _digest(str(v)) for k, v in sorted(annotations.items())}, separators=(",", ":"))
+
+
+def synced_images(spec: Mapping[str, Any]) -> str:
+    """The value of `runtimeclass-syncer.io/synced-images` for a translated pod spec: `<initContainers|containers>/
+    <name>` -> a hash of the image the translation gives that container, as compact sorted JSON. The images of the
+    last sync: an image the host pod has otherwise was changed on the host (a registry mirror's or a digest-pinning
+    admission webhook at the create), not by the tenant, and is left as it is (`image_changed`)."""
+    out = {f"{fld}/{c['name']}": _digest(c["image"]) for fld in ("initContainers", "containers")
+           for c in spec.get(fld) or [] if isinstance(c, dict) and isinstance(c.get("name"), str)
+           and isinstance(c.get("image"), str)}
+    return json.dumps(out, sort_keys=True, separators=(",", ":"))
+
+
+def image_changed(base: Any, container: str, image: str) -> bool:
+    """Whether the translated `image` of `container` (`<field>/<name>`) differs from the one of the last sync, as
+    the host pod's `synced-images` annotation `base` records it. A host pod without a readable record (synced
+    before it was kept) counts as changed: vcluster's rule, which sets every host image to the virtual one."""
+    recorded = _parse_synced(base)
+    return recorded is None or recorded.get(container) != _digest(image)
 
 
 def _parse_synced(text: Any) -> dict[str, str] | None:
