@@ -40,8 +40,11 @@ def _unb64(text: str) -> bytes:
 class TokenIssuer:
     """Issues and verifies service-account tokens for one server (its own signing key)."""
 
-    def __init__(self, issuer: str) -> None:
+    def __init__(self, issuer: str, max_expiration: int = 0) -> None:
         self.issuer = issuer
+        # kube-apiserver's --service-account-max-token-expiration (0: none): a longer request is shortened to it,
+        # and the answer's spec says so (pkg/registry/core/serviceaccount/storage/token.go)
+        self.max_expiration = max_expiration
         self._key = secrets.token_bytes(32)
 
     def issue(self, namespace: str, sa: Obj, request: Obj, pod: Obj | None) -> Obj:
@@ -55,6 +58,8 @@ class TokenIssuer:
         if expiry < 600:
             raise invalid(None, "", [fielderrors.invalid("spec.expirationSeconds", expiry,
                                                          "may not specify a duration less than 10 minutes")])
+        if self.max_expiration and expiry > self.max_expiration:
+            expiry = self.max_expiration
         now = int(time.time())
         name = sa["metadata"]["name"]
         claims: Obj = {"iss": self.issuer, "sub": f"system:serviceaccount:{namespace}:{name}",

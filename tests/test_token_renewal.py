@@ -84,6 +84,21 @@ async def test_tokens_live_the_lifetime_and_are_renewed_at_80_percent(clusters: 
         assert token_of(annotations(clusters)) == (key, second)
 
 
+async def test_tokens_a_server_shortens_are_renewed_before_they_expire(clusters: Clusters) -> None:
+    # kube-apiserver shortens a TokenRequest to its --service-account-max-token-expiration (at least an hour) and
+    # says so in the answer's spec.expirationSeconds (pkg/registry/core/serviceaccount/storage/token.go): with a
+    # two-hour --token-lifetime, renewing at 80% of two hours would leave the pod's tokens expired for 36 minutes.
+    clusters.virtual_server.tokens.max_expiration = 3600
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=7200) as syncer:
+        first = await web_synced(clusters, syncer)
+        assert claims(first)["exp"] - claims(first)["iat"] == 3600
+        assert json.loads(annotations(clusters)[STATE])["renewAt"] == int(clock.wall() + 0.8 * 3600)
+        clock.advance(0.8 * 3600)
+        await eventually(lambda: token_of(annotations(clusters))[1] != first, "renewed before the token expires")
+        assert json.loads(annotations(clusters)[STATE])["renewAt"] == int(clock.wall() + 0.8 * 3600)
+
+
 async def test_a_deleted_pod_leaves_no_renewal_waiting(clusters: Clusters) -> None:
     """The renewal a synced pod waits for goes with the pod: under churn (pods created and deleted all day) the
     waits of deleted pods would otherwise pile up for 80% of the lifetime each (about 0.8 KiB apiece; 5 MiB over

@@ -353,6 +353,10 @@ LISTED = (
              "syncer/controllers/podtranslate/metadata.py",
              "return recorded is None or recorded.get(container) != _digest(image)", "return True",
              ("tests/test_pod_parity.py", "-k", "image_a_host_webhook")),
+    Mutation("tokens a server shortened are renewed after 80% of the lifetime asked, when they have expired",
+             "syncer/controllers/podtokens.py",
+             "shortest = min([self.lifetime, *(v for v in valid if v is not None and v > 0)])",
+             "shortest = self.lifetime", ("tests/test_token_renewal.py", "-k", "server_shortens")),
 )
 
 

@@ -25,6 +25,7 @@ import base64
 import logging
 import re
 import secrets
+from collections.abc import Iterable
 from typing import Any
 
 from syncer.controllers import translate
@@ -96,14 +97,15 @@ class ServiceAccountTokens:
         if not sources:
             return None
         meta = vpod["metadata"]
-        issued = [(src, await self._request(vpod, src.audiences)) for src in sources]
+        answers = [(src, await self._request(vpod, src.audiences)) for src in sources]
+        issued = [(src, token) for src, (token, _) in answers]
         name = self.secret_name(meta["namespace"], meta["name"]) if self.use_secrets else None
         data, where = tokens.apply_tokens(
             desired["spec"], desired["metadata"]["annotations"], issued, secret_name=name,
             suffix=lambda: secrets.token_hex(4))
         if self.lifetime:
             desired["metadata"]["annotations"][tokens.STATE_ANNOTATION] = tokens.RenewalState(
-                self._renew_at(), where, name or "").encode()
+                self._renew_at(seconds for _, (_, seconds) in answers), where, name or "").encode()
         if name is None:
             return None
         secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": data, "metadata": {
@@ -145,11 +147,17 @@ class ServiceAccountTokens:
                                  f'{namespace}/{name} (another object holds its name); its tokens are not written '
                                  f'there: {e.message}') from e
 
-    def _renew_at(self) -> float:
-        return self.clock.wall() + tokens.RENEW_AFTER * self.lifetime
+    def _renew_at(self, valid: Iterable[int | None]) -> float:
+        """When to renew tokens just issued (Unix seconds): after RENEW_AFTER of the shortest time one of them is
+        valid, `valid` being each answer's seconds (None: as asked). A virtual API server with
+        `--service-account-max-token-expiration` below the lifetime shortens a request and says so in the answer's
+        `spec.expirationSeconds`; renewing after 80% of the lifetime asked would leave the pod with expired tokens."""
+        shortest = min([self.lifetime, *(v for v in valid if v is not None and v > 0)])
+        return self.clock.wall() + tokens.RENEW_AFTER * shortest
 
-    async def _request(self, vpod: Obj, audiences: tuple[str, ...] | list[str]) -> str:
-        """A token for the virtual pod's service account and `audiences`, bound to the pod."""
+    async def _request(self, vpod: Obj, audiences: tuple[str, ...] | list[str]) -> tuple[str, int | None]:
+        """A token for the virtual pod's service account and `audiences`, bound to the pod, and the seconds it is
+        valid as the server answered (`spec.expirationSeconds`; None when the answer does not say)."""
         meta = vpod["metadata"]
         sa = (vpod.get("spec") or {}).get("serviceAccountName") or "default"
         answer = await self.virtual.token_request(
@@ -158,7 +166,8 @@ class ServiceAccountTokens:
         if not isinstance(token, str) or not token:
             raise ReconcileError(f"the virtual API server returned no token for service account "
                                  f"{meta['namespace']}/{sa}")
-        return token
+        seconds = (answer.get("spec") or {}).get("expirationSeconds")
+        return token, seconds if isinstance(seconds, int) and not isinstance(seconds, bool) else None
 
     async def renew_if_due(self, vpod: Obj, hpod: Obj) -> float | None:
         """Renew the host pod's tokens when their renewal time has come (the host pod's renewal annotation);
@@ -182,9 +191,11 @@ class ServiceAccountTokens:
         if wait > 0:
             return wait
         try:
-            fresh = {k: await self._request(vpod, audiences) for k, audiences in state.tokens.items()}
+            answers = {k: await self._request(vpod, audiences) for k, audiences in state.tokens.items()}
+            fresh = {k: token for k, (token, _) in answers.items()}
             secret = self.secret_name(vmeta["namespace"], vmeta["name"]) if state.secret else ""  # derived
-            renewed = tokens.RenewalState(self._renew_at(), state.tokens, secret)
+            renewed = tokens.RenewalState(self._renew_at(seconds for _, seconds in answers.values()), state.tokens,
+                                          secret)
             hname = hpod["metadata"]["name"]
             if secret:
                 await self._write_secret(vmeta["namespace"], vmeta["name"], fresh)
