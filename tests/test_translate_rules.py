@@ -375,3 +375,23 @@ def test_the_priority_class_gate_words(host_pc: Obj | None, pc_name: str, messag
     off = parse_config({"sync": {"fromHost": {"priorityClasses": {"enabled": False, "selector": {
         "matchLabels": {"tier": "tenant"}}}}}})
     assert gate.evaluate_priority(off, pc_name, None) is None  # the gate needs the sync enabled
+
+
+def test_a_single_label_read_through_the_downward_api_reads_its_host_key() -> None:
+    # vcluster's translateFieldRef: `metadata.labels['k']` (FieldPathLabelRegEx) is mapped through
+    # translate.HostLabel: a key vcluster rewrites on the host (`release`) is read under its rewritten key,
+    # `vcluster.loft.sh/label-<vcluster>-x-<first 10 hex digits of sha256(key)>`; any other key is unchanged
+    vpod = {"metadata": {"name": "p", "namespace": "ns", "labels": {"release": "r1", "app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "x", "env": [
+                {"name": "R", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['release']"}}},
+                {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}}]}],
+                "volumes": [{"name": "info", "downwardAPI": {"items": [
+                    {"path": "release", "fieldRef": {"fieldPath": "metadata.labels['release']"}}]}}]}}
+    view = ClusterView("10.96.0.5", "10.96.0.10", [], "vc-workload-vc")
+    spec = host_pod_and_dependencies(vpod, vcluster_name="vc", host_namespace="h", cluster=view)[0]["spec"]
+    release = "vcluster.loft.sh/label-vc-x-" + hashlib.sha256(b"release").hexdigest()[:10]
+    env = {e["name"]: e.get("valueFrom") for e in spec["containers"][0]["env"]}
+    assert env["R"] == {"fieldRef": {"fieldPath": f"metadata.labels['{release}']"}}
+    assert env["A"] == {"fieldRef": {"fieldPath": "metadata.labels['app']"}}
+    assert spec["volumes"][0]["downwardAPI"]["items"][0]["fieldRef"] == {
+        "fieldPath": f"metadata.labels['{release}']"}

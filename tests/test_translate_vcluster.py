@@ -116,6 +116,11 @@ def test_hostpath_mapper_pod_logs() -> None:
     ("/var/lib/kubelet/pods", VIRTUAL_PATH + "/kubelet/pods"),
     ("/var/log/containers", "/var/log/containers"),  # only the three paths
     ("/data", "/data"),
+    # different: other spellings of the same folder (the API server refuses only `..`); vcluster compares strings
+    ("/var//log/pods", VIRTUAL_PATH + "/log/pods"),
+    ("/var/log/pods/.", VIRTUAL_PATH + "/log/pods"),
+    ("//var/log", VIRTUAL_PATH + "/log"),
+    ("/./var/lib/kubelet//pods/", VIRTUAL_PATH + "/kubelet/pods"),
 ])
 def test_host_paths_are_rewritten_without_the_mapper(path: str, want: str) -> None:
     pod = translate({"containers": [{"name": "c"}], "volumes": [{"name": "v", "hostPath": {"path": path}}]})
@@ -140,6 +145,9 @@ def test_a_volume_named_like_the_mappers_is_rewritten_too() -> None:
     # "passes through path unchanged for unknown UID"
     ("/var/lib/kubelet/pods/unknown-uid-that-does-not-exist/volumes/kubernetes.io~csi/pvc-abc/mount",
      "/var/lib/kubelet/pods/unknown-uid-that-does-not-exist/volumes/kubernetes.io~csi/pvc-abc/mount"),
+    # different: another spelling of the same folder gets the host pod's uid too
+    ("/var/lib//kubelet/pods/./aaaa-bbbb-cccc-virtual/volumes",
+     "/var/lib/kubelet/pods/dddd-eeee-ffff-physical/volumes"),
 ])
 def test_kubelet_sub_paths_get_the_host_pods_uid(path: str, want: str) -> None:
     # vcluster errors (and retries the pod) when the virtual pod's host pod is missing; here the path is left as

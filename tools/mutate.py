@@ -357,6 +357,14 @@ LISTED = (
              "syncer/controllers/podtokens.py",
              "shortest = min([self.lifetime, *(v for v in valid if v is not None and v > 0)])",
              "shortest = self.lifetime", ("tests/test_token_renewal.py", "-k", "server_shortens")),
+    Mutation("a downward-API read of a label vcluster rewrites (release) reads its virtual key, empty on the host",
+             "syncer/controllers/podtranslate/downward.py",
+             'ref["fieldPath"] = f"metadata.labels[\'{host_label(m.group(1))}\']"', "pass",
+             ("tests/test_translate_rules.py", "-k", "single_label")),
+    Mutation("a log host path spelled another way (/var//log/pods) escapes the rewrite",
+             "syncer/controllers/podtranslate/hostpath.py", 'path = _normal(hp["path"])',
+             'path = hp["path"].rstrip("/") if hp["path"] != "/" else "/"',
+             ("tests/test_translate_vcluster.py", "-k", "host_paths_are_rewritten")),
 )
 
 

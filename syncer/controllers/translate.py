@@ -277,7 +277,7 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
             owners = metadata.owner_reference(cluster.owner, vpod)
         vspec = vpod.get("spec") or {}
         annotations.update(downward.identity_annotations(vpod))
-        downward.translate_downward_api(spec)
+        downward.translate_downward_api(spec, lambda k: host_label_key(k, vcluster_name))
         own_sa = (vpod.get("spec") or {}).get("serviceAccountName") or (vpod.get("spec") or {}).get("serviceAccount")
         if opts.service_accounts_to_host and own_sa:
             spec["serviceAccountName"] = host_pod_name(own_sa, meta["namespace"], vcluster_name)

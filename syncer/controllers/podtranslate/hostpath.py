@@ -5,8 +5,11 @@ Follows vcluster's `translate/hostpath.go` (`rewriteHostPaths`, `translateKubele
 a `hostPath` volume of
 
 - `/var/log/pods` becomes `<virtual>/log/pods`, `/var/log` becomes `<virtual>/log` and `/var/lib/kubelet/pods`
-  becomes `<virtual>/kubelet/pods`, where `<virtual>` is `/tmp/vcluster/<host namespace>/<vcluster>` (a
-  trailing `/` ignored): the folders vcluster's hostpath-mapper fills with links to this vcluster's pods only;
+  becomes `<virtual>/kubelet/pods`, where `<virtual>` is `/tmp/vcluster/<host namespace>/<vcluster>`: the
+  folders vcluster's hostpath-mapper fills with links to this vcluster's pods only. **Deliberately different:**
+  the path is compared normalised (`//`, `/./`, a trailing `/`), where vcluster compares the string, so
+  `/var//log/pods` is rewritten too. This is not a boundary (`/` itself is a host path): the host's Pod Security
+  admission is what refuses hostPath volumes;
 - `/var/lib/kubelet/pods/<virtual pod uid>/...` gets the uid of that pod's host pod (`host_uid`), so it
   points at a real folder; an unknown uid is left as it is;
 - with the hostpath-mapper enabled and not central (`controlPlane.hostPathMapper`), a second volume
@@ -23,6 +26,7 @@ a `hostPath` volume of
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from typing import Any
 
@@ -59,21 +63,28 @@ def rewrite_host_paths(spec: Obj, base: str, *, physical: bool, host_uid: Callab
         if not isinstance(hp, dict) or not isinstance(hp.get("path"), str):
             continue
         name = str(vol.get("name", ""))
-        path = hp["path"].rstrip("/") if hp["path"] != "/" else "/"
+        path = _normal(hp["path"])
         if path in targets:
             hp["path"] = targets[path]
             if physical:
                 _add_physical(spec, name, hp.get("type"), path, registered[path])
-        elif hp["path"].startswith(KUBELET_PODS + "/"):
-            rest = hp["path"][len(KUBELET_PODS) + 1:]
+        elif path.startswith(KUBELET_PODS + "/"):
+            rest = path[len(KUBELET_PODS) + 1:]
             uid = rest.partition("/")[0]
             translated = host_uid(uid) if uid else None
             if translated:
-                hp["path"] = hp["path"].replace(uid, translated, 1)
+                hp["path"] = f"{KUBELET_PODS}/{translated}{rest[len(uid):]}"
     for c in spec.get("containers") or []:
         for m in (c.get("volumeMounts") or []) if isinstance(c, dict) else []:
             if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") in targets:
                 m["mountPropagation"] = "HostToContainer"
+
+
+def _normal(path: str) -> str:
+    """`path` as the kernel resolves it without links: `//`, `/./` and a trailing `/` collapsed (`..` the API
+    server refuses in a host path). `/var//log/pods/.` is `/var/log/pods`, which an exact match of the string
+    would let through unchanged."""
+    return "/" + posixpath.normpath(path).lstrip("/") if path.startswith("/") else posixpath.normpath(path)
 
 
 def _add_physical(spec: Obj, name: str, kind: Any, path: str, registered: set[str]) -> None:
