@@ -326,8 +326,9 @@ def test_an_image_the_host_changed_stays_and_one_the_tenant_changed_goes() -> No
     ops = plan_update(synced(changed), host, changed, vcluster_name=VC).host_ops
     assert ops[1:] == [{"op": "test", "path": "/spec/initContainers/0/name", "value": "init"},
                        {"op": "replace", "path": "/spec/initContainers/0/image", "value": "busybox:2"}]
-    assert ops[0]["value"]["runtimeclass-syncer.io/synced-images"] == synced(changed)["metadata"]["annotations"][
-        "runtimeclass-syncer.io/synced-images"]
+    assert ops[0]["value"]["runtimeclass-syncer.io/synced-images"] == (  # the new base: the first 10 hex digits of
+        '{"containers/app":"' + hashlib.sha256(b"nginx:1").hexdigest()[:10]  # each image's SHA-256, by container
+        + '","initContainers/init":"' + hashlib.sha256(b"busybox:2").hexdigest()[:10] + '"}')
     del host["metadata"]["annotations"]["runtimeclass-syncer.io/synced-images"]  # synced before the record
     assert plan_update(synced(v), host, v, vcluster_name=VC).host_ops[1:] == [
         {"op": "test", "path": "/spec/initContainers/0/name", "value": "init"},
