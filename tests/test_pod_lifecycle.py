@@ -310,8 +310,15 @@ async def test_a_host_pod_of_another_owner_put_under_the_name_behind_a_stale_cac
         await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
         await syncer.wait_idle()
         await hold_watch_down(clusters.host_server, "pods")
+        ours = await clusters.host.get(PODS, hname("web"), HOST_NS)
         await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)
-        theirs = await clusters.host.create(PODS, pod(hname("web"), namespace=HOST_NS), HOST_NS)
+        # their pod happens to carry a labels map and our base annotation as it was, so that every operation of the
+        # syncer's per-key patch (an `add` of the label, a `test` and `replace` of the base) applies to it, and
+        # only the uid the patch names stops it
+        theirs = pod(hname("web"), namespace=HOST_NS)
+        theirs["metadata"].update(labels={"app": "theirs"}, annotations={
+            "vcluster.loft.sh/labels": ours["metadata"]["annotations"]["vcluster.loft.sh/labels"]})
+        theirs = await clusters.host.create(PODS, theirs, HOST_NS)
         seen = len(clusters.host_server.requests)
         await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "front"}}}, "default")
         await eventually(lambda: any(m == "PATCH" and p.endswith(f"/pods/{hname('web')}")

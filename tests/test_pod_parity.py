@@ -5,11 +5,15 @@ ephemeral containers (`kubectl debug`), in-place resize and host paths (docs/vcl
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import Any
 
+import pytest
+
+from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICES
-from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc, rc_config, running_syncer
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, hold_watch_down, pod, rc, rc_config, running_syncer
 from tests.test_pod_lifecycle import kubelet, running, virtual_pod
 from tests.test_pod_sync import hname, host_pods
 
@@ -56,6 +60,71 @@ async def test_labels_and_annotations_travel_both_ways(clusters: Clusters) -> No
         assert h["annotations"]["vcluster.loft.sh/labels"] == 'app="web"\nmesh="on"\ntier="b"'
 
 
+async def test_a_host_write_between_the_syncers_read_and_its_write_is_kept(clusters: Clusters) -> None:
+    # A host controller (a mesh, a CNI) labels the host pod while the syncer's cache of host pods is behind (its
+    # watch down, here on the injected clock), and the tenant changes a label: the syncer plans its host write
+    # from the cache, which lacks the host's label. A write of whole maps would drop it for good: the base does not
+    # hold it, so no later sync brings it back (vcluster's applyObjectWithPatch updates the whole object with its
+    # resourceVersion as a precondition instead: a 409). Per-key writes keep it, and it comes back to the virtual
+    # pod.
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        p = pod("web")
+        p["metadata"]["labels"], p["metadata"]["annotations"] = {"app": "web"}, {"note": "x"}
+        await clusters.virtual.create(PODS, p, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        await hold_watch_down(clusters.host_server, "pods")
+        await clusters.host.patch(PODS, hname("web"), {"metadata": {"labels": {"mesh": "on"}, "annotations": {
+            "sidecar.istio.io/status": "{}"}}}, HOST_NS)
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"app": "web2"}, "annotations": {
+            "note": "y"}}}, "default")
+        await eventually(lambda: host(clusters, "web")["metadata"]["labels"].get("app") == "web2",
+                         "the tenant's label on the host, written from the stale cache")
+        clusters.host_server.expire_history()  # the watch comes back with a list: the state now, not each step
+        clock.advance(60)
+        await eventually(lambda: vstored(clusters, "web")["metadata"]["labels"].get("mesh") == "on"
+                         and vstored(clusters, "web")["metadata"]["annotations"].get("sidecar.istio.io/status")
+                         == "{}", "the host's label and annotation on the virtual pod")
+        h = host(clusters, "web")["metadata"]
+        assert (h["labels"]["app"], h["labels"]["mesh"]) == ("web2", "on")
+        assert (h["annotations"]["note"], h["annotations"]["sidecar.istio.io/status"]) == ("y", "{}")
+        await eventually(lambda: host(clusters, "web")["metadata"]["annotations"]["vcluster.loft.sh/labels"]
+                         == 'app="web2"\nmesh="on"', "the base holding the host's label")
+
+
+async def test_a_host_change_of_the_same_key_in_between_is_retried_not_told_as_a_refusal(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    # The host changes the very label the tenant changes while the syncer's cache is behind: the write planned from
+    # the cache no longer applies (its `test` of the value the cache holds fails: kube-apiserver's generic 422 of
+    # applyJSPatch), and is planned again from the fresh cache. It is not a refusal by the host: no SyncError.
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        p = pod("web")
+        p["metadata"]["labels"] = {"app": "web", "tier": "a"}
+        await clusters.virtual.create(PODS, p, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        await hold_watch_down(clusters.host_server, "pods")
+        await clusters.host.patch(PODS, hname("web"), {"metadata": {"labels": {"tier": "host"}}}, HOST_NS)
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "b"}}}, "default")
+        path = f"/api/v1/namespaces/{HOST_NS}/pods/{hname('web')}"
+        await eventually(lambda: ("GET", path, DEFAULT_USER_AGENT) in clusters.host_server.requests,
+                         "the syncer's read of the host pod after its write did not apply")
+        await syncer.wait_idle()
+        clock.advance(60)  # the watch back, and the retry's backoff over
+        # both changed since the base: the virtual pod's value wins (diff.go LabelsBidirectionalUpdateFunction)
+        await eventually(lambda: host(clusters, "web")["metadata"]["annotations"].get("vcluster.loft.sh/labels")
+                         == 'app="web"\ntier="b"' and host(clusters, "web")["metadata"]["labels"]["tier"] == "b",
+                         "the tenant's value on the host, with the base that says so")
+        events = (await clusters.virtual.list(EVENTS, "default"))["items"]
+        assert [e["message"] for e in events if e.get("reason") == "SyncError"] == []
+    # an operator sees a routine retry, not a refusal
+    assert f"host pod {HOST_NS}/{hname('web')} changed since the cache saw it" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "422" in r.getMessage()]
+
+
 async def test_a_readiness_gate_set_in_the_virtual_cluster_makes_the_pod_ready(clusters: Clusters) -> None:
     # A controller in the virtual cluster (a load balancer's, say) sets the gate's condition on the virtual pod;
     # the host kubelet reads it from the host pod, so it must get there, or the pod is never Ready.
@@ -76,6 +145,73 @@ async def test_a_readiness_gate_set_in_the_virtual_cluster_makes_the_pod_ready(c
                          "web Ready once its gate is True", timeout=5)
     assert condition(host(clusters, "web"), "example.com/lb")["status"] == "True"
     assert condition(vstored(clusters, "web"), "example.com/lb")["status"] == "True"
+
+
+async def test_a_gate_condition_written_from_a_stale_cache_keeps_the_kubelets_conditions(clusters: Clusters) -> None:
+    # The kubelet writes the host pod's conditions at any time. A gate's condition the syncer writes while its
+    # cache is behind (the watch down, on the injected clock) is written alone; a write of the whole list, taken
+    # from the cache, would set the kubelet's newer ContainersReady back to False until its next status sync.
+    clock = FakeClock()
+    gate = {"type": "example.com/lb", "status": "True"}
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": "example.com/lb"}]),
+                                      "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        scheduled = {"type": "PodScheduled", "status": "True"}
+        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [
+            scheduled, {"type": "ContainersReady", "status": "False"}]}}, HOST_NS, subresource="status")
+        await eventually(lambda: condition(vstored(clusters, "web"), "ContainersReady").get("status") == "False",
+                         "the host's conditions on the virtual pod")
+        await syncer.wait_idle()
+        await hold_watch_down(clusters.host_server, "pods")
+        await clusters.host.patch(PODS, hname("web"), {"status": {"conditions": [
+            scheduled, {"type": "ContainersReady", "status": "True"}]}}, HOST_NS, subresource="status")
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
+            *vstored(clusters, "web")["status"]["conditions"], gate]}}, "default", subresource="status")
+        await eventually(lambda: condition(host(clusters, "web"), "example.com/lb") == gate,
+                         "the gate's condition on the host, written from the stale cache")
+        assert host(clusters, "web")["status"]["conditions"] == [
+            scheduled, {"type": "ContainersReady", "status": "True"}, gate]
+
+
+async def test_a_gate_condition_the_kubelet_moved_since_the_cache_saw_it_is_written_where_it_is_now(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    # The gate's condition is written at the index the cache holds it, after a `test` that it is still there: the
+    # kubelet, which rewrites the list, has put Initialized first since (the syncer's watch down), so that index now
+    # holds ContainersReady. The write does not apply (422), and is made again where the watch shows the condition.
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    scheduled, containers = {"type": "PodScheduled", "status": "True"}, {"type": "ContainersReady", "status": "True"}
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": "example.com/lb"}]),
+                                      "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [
+            scheduled, containers]}}, HOST_NS, subresource="status")
+        await eventually(lambda: condition(vstored(clusters, "web"), "ContainersReady") == containers,
+                         "the host's conditions on the virtual pod")
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
+            *vstored(clusters, "web")["status"]["conditions"], {"type": "example.com/lb", "status": "False"}]}},
+            "default", subresource="status")
+        await eventually(lambda: condition(host(clusters, "web"), "example.com/lb").get("status") == "False",
+                         "the gate's condition on the host")
+        await syncer.wait_idle()
+        await hold_watch_down(clusters.host_server, "pods")
+        initialized = {"type": "Initialized", "status": "True"}
+        await clusters.host.patch(PODS, hname("web"), {"status": {"conditions": [
+            initialized, scheduled, containers, {"type": "example.com/lb", "status": "False"}]}}, HOST_NS,
+            subresource="status")
+        conditions = [c for c in vstored(clusters, "web")["status"]["conditions"] if c["type"] != "example.com/lb"]
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
+            *conditions, {"type": "example.com/lb", "status": "True"}]}}, "default", subresource="status")
+        await eventually(lambda: f"host pod {HOST_NS}/{hname('web')} changed since the cache saw it" in caplog.text,
+                         "the write from the stale cache found not to apply")
+        assert host(clusters, "web")["status"]["conditions"][2] == containers
+        clock.advance(60)  # the watch back, and the retry's backoff over
+        await eventually(lambda: condition(host(clusters, "web"), "example.com/lb").get("status") == "True",
+                         "the gate's condition on the host, where it is now")
+        assert host(clusters, "web")["status"]["conditions"] == [
+            initialized, scheduled, containers, {"type": "example.com/lb", "status": "True"}]
 
 
 async def test_a_readiness_gate_naming_a_kubelet_condition_does_not_write_it_on_the_host(clusters: Clusters) -> None:

@@ -8,11 +8,12 @@ import copy
 import hashlib
 from typing import Any
 
+import jsonpatch
 import pytest
 
 from syncer.config.model import parse_config
 from syncer.controllers.podtranslate.options import PodOptions
-from syncer.controllers.podupdate import plan_update, resize_ops
+from syncer.controllers.podupdate import PodUpdate, plan_update, resize_ops
 from syncer.controllers.translate import host_pod, status_update
 
 Obj = dict[str, Any]
@@ -40,11 +41,28 @@ def synced(v: Obj) -> Obj:
     return host_pod(v, vcluster_name=VC, host_namespace="vc-ns")
 
 
+def applied(host: Obj, plan: PodUpdate) -> Obj:
+    """Host pod `host` after the plan's JSON patch, as an API server applies it (RFC 6902, with the jsonpatch
+    library): raises when a `test` of the plan does not hold against the pod it was planned from."""
+    result: Obj = jsonpatch.apply_patch(host, plan.host_ops)
+    return result
+
+
+def written(plan: PodUpdate) -> list[str]:
+    """The paths the plan's host patch writes (its `test`s left out), as JSON pointers (RFC 6901: `/` in a key is
+    `~1`)."""
+    return [op["path"] for op in plan.host_ops if op["op"] != "test"]
+
+
+def spec_ops(plan: PodUpdate) -> list[Obj]:
+    return [op for op in plan.host_ops if op["path"].startswith("/spec/")]
+
+
 def test_nothing_to_do_right_after_the_create() -> None:
     v = vpod({"app": "web"}, {"note": "x"})
     plan = plan_update(synced(v), synced(v), v, vcluster_name=VC)
-    assert (plan.host_ops, plan.virtual_metadata, plan.ephemeral, plan.resize, plan.host_conditions) == (
-        [], None, [], [], None)
+    assert (plan.host_ops, plan.virtual_metadata, plan.ephemeral, plan.resize, plan.host_condition_ops) == (
+        [], None, [], [], [])
 
 
 def test_a_virtual_label_change_goes_to_the_host_and_host_only_labels_stay() -> None:
@@ -57,12 +75,18 @@ def test_a_virtual_label_change_goes_to_the_host_and_host_only_labels_stay() -> 
     after = vpod({"app": "web2", "release": "r2"})  # tier removed, app and release changed
     plan = plan_update(synced(after), host, after, vcluster_name=VC)
     assert plan.virtual_metadata == {"metadata": {"resourceVersion": "7", "labels": {"istio.io/rev": "1-22"}}}
-    assert plan.host_ops[0] == {"op": "add", "path": "/metadata/labels", "value": {
-        "app": "web2", RELEASE_KEY: "r2", "istio.io/rev": "1-22",
-        "vcluster.loft.sh/managed-by": "vc", "vcluster.loft.sh/namespace": "team"}}
-    ann = plan.host_ops[1]["value"]
-    assert plan.host_ops[1]["path"] == "/metadata/annotations"
-    assert ann["vcluster.loft.sh/labels"] == 'app="web2"\nistio.io/rev="1-22"\nrelease="r2"'  # the new base
+    new = applied(host, plan)["metadata"]
+    assert new["labels"] == {"app": "web2", RELEASE_KEY: "r2", "istio.io/rev": "1-22",
+                             "vcluster.loft.sh/managed-by": "vc", "vcluster.loft.sh/namespace": "team"}
+    assert new["annotations"]["vcluster.loft.sh/labels"] == 'app="web2"\nistio.io/rev="1-22"\nrelease="r2"'  # base
+    # key by key, each change of a value the host has after a `test` of it: a host write since is kept, or fails
+    assert plan.host_ops[:4] == [
+        {"op": "test", "path": "/metadata/labels/app", "value": "web"},
+        {"op": "replace", "path": "/metadata/labels/app", "value": "web2"},
+        {"op": "test", "path": "/metadata/labels/" + RELEASE_KEY.replace("/", "~1"), "value": "r1"},
+        {"op": "replace", "path": "/metadata/labels/" + RELEASE_KEY.replace("/", "~1"), "value": "r2"}]
+    assert written(plan) == ["/metadata/labels/app", "/metadata/labels/" + RELEASE_KEY.replace("/", "~1"),
+                             "/metadata/labels/tier", "/metadata/annotations/vcluster.loft.sh~1labels"]
 
 
 def test_a_host_label_change_comes_back_to_the_virtual_pod() -> None:
@@ -75,9 +99,8 @@ def test_a_host_label_change_comes_back_to_the_virtual_pod() -> None:
     assert plan.virtual_metadata == {"metadata": {"resourceVersion": "7", "labels": {"tier": "b", "mesh": "on",
                                                                                      "app": None}}}
     # the host's labels are already right; only the base moves to the merged virtual labels
-    [ann_op] = plan.host_ops
-    assert ann_op["path"] == "/metadata/annotations"
-    assert ann_op["value"]["vcluster.loft.sh/labels"] == 'mesh="on"\ntier="b"'
+    assert written(plan) == ["/metadata/annotations/vcluster.loft.sh~1labels"]
+    assert applied(host, plan)["metadata"]["annotations"]["vcluster.loft.sh/labels"] == 'mesh="on"\ntier="b"'
 
 
 def test_the_syncers_own_labels_never_come_back_and_are_restored_on_the_host() -> None:
@@ -88,8 +111,8 @@ def test_the_syncers_own_labels_never_come_back_and_are_restored_on_the_host() -
     host["metadata"]["labels"]["release"] = "host-own"  # a raw key vcluster rewrites: never comes back
     plan = plan_update(synced(v), host, v, vcluster_name=VC)
     assert plan.virtual_metadata is None
-    assert plan.host_ops[0]["value"] == {"app": "web", "release": "host-own", "vcluster.loft.sh/managed-by": "vc",
-                                         "vcluster.loft.sh/namespace": "team"}
+    assert applied(host, plan)["metadata"]["labels"] == {
+        "app": "web", "release": "host-own", "vcluster.loft.sh/managed-by": "vc", "vcluster.loft.sh/namespace": "team"}
 
 
 def test_annotations_merge_three_ways_and_derived_ones_go_neither_way() -> None:
@@ -103,7 +126,7 @@ def test_annotations_merge_three_ways_and_derived_ones_go_neither_way() -> None:
     plan = plan_update(synced(after), host, after, vcluster_name=VC)
     assert plan.virtual_metadata == {"metadata": {"resourceVersion": "7",
                                                   "annotations": {"sidecar.istio.io/status": "{}"}}}
-    new = plan.host_ops[-1]["value"]
+    new = applied(host, plan)["metadata"]["annotations"]
     assert (new["a"], new["b"], new["sidecar.istio.io/status"]) == ("2", "1", "{}")
     assert new["vcluster.loft.sh/object-name"] == "web"
     assert new["vcluster.loft.sh/token-abc"] == "tok"
@@ -120,8 +143,10 @@ def test_a_host_pod_synced_before_the_object_host_annotations_gets_them() -> Non
     host["metadata"]["annotations"]["vcluster.loft.sh/object-host-namespace"] = "elsewhere"
     plan = plan_update(synced(v), host, v, vcluster_name=VC)
     assert plan.virtual_metadata is None
-    [op] = plan.host_ops
-    assert (op["value"]["vcluster.loft.sh/object-host-name"], op["value"]["vcluster.loft.sh/object-host-namespace"]) \
+    assert sorted(written(plan)) == ["/metadata/annotations/vcluster.loft.sh~1object-host-name",
+                                     "/metadata/annotations/vcluster.loft.sh~1object-host-namespace"]
+    new = applied(host, plan)["metadata"]["annotations"]
+    assert (new["vcluster.loft.sh/object-host-name"], new["vcluster.loft.sh/object-host-namespace"]) \
         == ("web-x-team-x-vc", "vc-ns")
 
 
@@ -136,8 +161,9 @@ def test_a_host_pod_without_a_base_takes_the_virtual_values_and_returns_nothing(
     host["metadata"]["annotations"]["host"] = "h"
     plan = plan_update(synced(v), host, v, vcluster_name=VC)
     assert plan.virtual_metadata is None
-    assert plan.host_ops[0]["value"]["app"] == "web"
-    assert (plan.host_ops[1]["value"]["a"], plan.host_ops[1]["value"]["host"]) == ("1", "h")
+    new = applied(host, plan)["metadata"]
+    assert new["labels"]["app"] == "web"
+    assert (new["annotations"]["a"], new["annotations"]["host"]) == ("1", "h")
 
 
 def test_spec_changes_the_host_accepts() -> None:
@@ -156,16 +182,19 @@ def test_spec_changes_the_host_accepts() -> None:
                                                {"name": "debug-2", "image": "busybox"}]})
     plan = plan_update(synced(after), host, after, vcluster_name=VC)
     # the image change comes with the new base of image changes, in the same patch
-    assert plan.host_ops[0]["path"] == "/metadata/annotations"
-    assert plan.host_ops[0]["value"]["runtimeclass-syncer.io/synced-images"] == (
+    assert written(plan)[0] == "/metadata/annotations/runtimeclass-syncer.io~1synced-images"
+    assert applied(host, plan)["metadata"]["annotations"]["runtimeclass-syncer.io/synced-images"] == (
         '{"containers/app":"' + hashlib.sha256(b"nginx:1").hexdigest()[:10] + '","containers/side":"'
         + hashlib.sha256(b"envoy:2").hexdigest()[:10] + '"}')
-    assert plan.host_ops[1:] == [
+    # a list is replaced whole after a `test` that the host still has it as the cache does
+    assert spec_ops(plan) == [
         {"op": "test", "path": "/spec/containers/1/name", "value": "side"},
         {"op": "replace", "path": "/spec/containers/1/image", "value": "envoy:2"},
         {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": 60},
-        {"op": "add", "path": "/spec/schedulingGates", "value": []},
-        {"op": "add", "path": "/spec/tolerations", "value": [tol_v, tol_rc]},
+        {"op": "test", "path": "/spec/schedulingGates", "value": [{"name": "wait"}]},
+        {"op": "replace", "path": "/spec/schedulingGates", "value": []},
+        {"op": "test", "path": "/spec/tolerations", "value": [tol_rc]},
+        {"op": "replace", "path": "/spec/tolerations", "value": [tol_v, tol_rc]},
     ]
     assert [c["name"] for c in plan.ephemeral] == ["debug-2"]
 
@@ -180,7 +209,8 @@ def test_scheduling_gates_the_host_added_stay() -> None:
     host["spec"]["schedulingGates"] = [{"name": "wait"}, kueue]
     after = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}]})
     assert plan_update(synced(after), host, after, vcluster_name=VC).host_ops == [
-        {"op": "add", "path": "/spec/schedulingGates", "value": [kueue]}]
+        {"op": "test", "path": "/spec/schedulingGates", "value": [{"name": "wait"}, kueue]},
+        {"op": "replace", "path": "/spec/schedulingGates", "value": [kueue]}]
     assert plan_update(synced(before), host, before, vcluster_name=VC).host_ops == []  # nothing dropped yet
     ungated = synced(after)
     assert ungated["metadata"]["annotations"]["runtimeclass-syncer.io/scheduling-gates"] == ""
@@ -188,7 +218,8 @@ def test_scheduling_gates_the_host_added_stay() -> None:
     assert plan_update(synced(after), ungated, after, vcluster_name=VC).host_ops == []
     del host["metadata"]["annotations"]["runtimeclass-syncer.io/scheduling-gates"]  # synced before the record
     assert plan_update(synced(after), host, after, vcluster_name=VC).host_ops == [
-        {"op": "add", "path": "/spec/schedulingGates", "value": []}]
+        {"op": "test", "path": "/spec/schedulingGates", "value": [{"name": "wait"}, kueue]},
+        {"op": "replace", "path": "/spec/schedulingGates", "value": []}]
 
 
 def test_resize_only_the_cpu_and_memory_the_virtual_pod_sets() -> None:
@@ -218,11 +249,12 @@ def test_readiness_gate_conditions_go_to_the_host_and_stay_on_the_virtual_pod() 
                    "readinessGates": [{"conditionType": "example.com/lb"}]}, status={"conditions": [gate]})
     host = {**synced(v), "status": {"phase": "Running", "conditions": [ready]}}
     plan = plan_update(synced(v), host, v, vcluster_name=VC)
-    assert plan.host_conditions == [ready, gate]
+    # the gate's condition alone: the kubelet's (Ready) are not written from the cache
+    assert plan.host_condition_ops == [{"op": "add", "path": "/status/conditions/-", "value": gate}]
     # the status copy back keeps the gate's condition of the virtual pod
     assert status_update(host, v) == {"status": {"phase": "Running", "conditions": [ready, gate]}}
     host["status"]["conditions"] = [ready, gate]
-    assert plan_update(synced(v), host, v, vcluster_name=VC).host_conditions is None
+    assert plan_update(synced(v), host, v, vcluster_name=VC).host_condition_ops == []
 
 
 INITIAL = {"key": "initial", "operator": "Equal", "value": "v1", "effect": "NoSchedule"}
@@ -251,7 +283,8 @@ def test_vclusters_toleration_sync_cases(virtual_tols: list[Obj], host_tols: lis
     host = copy.deepcopy(desired)
     host["spec"]["tolerations"] = host_tols
     ops = [op for op in plan_update(desired, host, v, vcluster_name=VC).host_ops if op["path"] == "/spec/tolerations"]
-    got = ops[0]["value"] if ops else host_tols
+    got = ops[-1]["value"] if ops else host_tols
+    assert ops in ([], [{"op": "test", "path": "/spec/tolerations", "value": host_tols}, ops[-1]])
     # vcluster's order puts the virtual ones first; every toleration of `want` is there, none twice, and no host
     # toleration is dropped (a real server refuses that)
     assert sorted(map(str, got)) == sorted(map(str, want)) and len(got) == len(want)
@@ -323,14 +356,15 @@ def test_an_image_the_host_changed_stays_and_one_the_tenant_changed_goes() -> No
     assert plan_update(synced(v), host, v, vcluster_name=VC).host_ops == []
     changed = vpod(spec={"initContainers": [{"name": "init", "image": "busybox:2"}],
                          "containers": [{"name": "app", "image": "nginx:1"}]})
-    ops = plan_update(synced(changed), host, changed, vcluster_name=VC).host_ops
-    assert ops[1:] == [{"op": "test", "path": "/spec/initContainers/0/name", "value": "init"},
-                       {"op": "replace", "path": "/spec/initContainers/0/image", "value": "busybox:2"}]
-    assert ops[0]["value"]["runtimeclass-syncer.io/synced-images"] == (  # the new base: the first 10 hex digits of
-        '{"containers/app":"' + hashlib.sha256(b"nginx:1").hexdigest()[:10]  # each image's SHA-256, by container
+    plan = plan_update(synced(changed), host, changed, vcluster_name=VC)
+    assert spec_ops(plan) == [{"op": "test", "path": "/spec/initContainers/0/name", "value": "init"},
+                              {"op": "replace", "path": "/spec/initContainers/0/image", "value": "busybox:2"}]
+    # the new base: the first 10 hex digits of each image's SHA-256, by container
+    assert applied(host, plan)["metadata"]["annotations"]["runtimeclass-syncer.io/synced-images"] == (
+        '{"containers/app":"' + hashlib.sha256(b"nginx:1").hexdigest()[:10]
         + '","initContainers/init":"' + hashlib.sha256(b"busybox:2").hexdigest()[:10] + '"}')
     del host["metadata"]["annotations"]["runtimeclass-syncer.io/synced-images"]  # synced before the record
-    assert plan_update(synced(v), host, v, vcluster_name=VC).host_ops[1:] == [
+    assert spec_ops(plan_update(synced(v), host, v, vcluster_name=VC)) == [
         {"op": "test", "path": "/spec/initContainers/0/name", "value": "init"},
         {"op": "replace", "path": "/spec/initContainers/0/image", "value": "busybox:1"}]
 
@@ -341,8 +375,9 @@ def test_a_host_change_of_a_synced_annotation_comes_back() -> None:
     host["metadata"]["annotations"]["a"] = "2"
     plan = plan_update(synced(v), host, v, vcluster_name=VC)
     assert plan.virtual_metadata == {"metadata": {"resourceVersion": "7", "annotations": {"a": "2"}}}
-    assert [op["path"] for op in plan.host_ops] == ["/metadata/annotations"]  # only the base moves
-    assert plan.host_ops[0]["value"]["a"] == "2"
+    # only the base moves
+    assert written(plan) == ["/metadata/annotations/runtimeclass-syncer.io~1synced-annotations"]
+    assert applied(host, plan)["metadata"]["annotations"]["a"] == "2"
 
 
 def test_another_vclusters_rewritten_labels_never_come_back() -> None:
@@ -358,8 +393,9 @@ def test_a_stale_gate_condition_on_the_host_is_replaced() -> None:
              status={"conditions": [{"type": "example.com/lb", "status": "True"}]})
     ready = {"type": "Ready", "status": "False"}
     host = {**synced(v), "status": {"conditions": [ready, {"type": "example.com/lb", "status": "False"}]}}
-    assert plan_update(synced(v), host, v, vcluster_name=VC).host_conditions == [
-        ready, {"type": "example.com/lb", "status": "True"}]
+    assert plan_update(synced(v), host, v, vcluster_name=VC).host_condition_ops == [
+        {"op": "test", "path": "/status/conditions/1", "value": {"type": "example.com/lb", "status": "False"}},
+        {"op": "replace", "path": "/status/conditions/1", "value": {"type": "example.com/lb", "status": "True"}}]
 
 
 def test_the_options_of_vclusters_defaults_and_of_a_config() -> None:
@@ -399,7 +435,7 @@ def test_when_both_sides_change_a_label_the_virtual_pod_wins() -> None:
     after = vpod({"tier": "virtual"})
     plan = plan_update(synced(after), host, after, vcluster_name=VC)
     assert plan.virtual_metadata is None
-    assert plan.host_ops[0]["value"]["tier"] == "virtual"
+    assert applied(host, plan)["metadata"]["labels"]["tier"] == "virtual"
 
 
 def test_a_label_the_tenant_changed_is_kept_when_the_host_removed_it() -> None:
@@ -411,7 +447,7 @@ def test_a_label_the_tenant_changed_is_kept_when_the_host_removed_it() -> None:
     after = vpod({"app": "web", "tier": "b"})
     plan = plan_update(synced(after), host, after, vcluster_name=VC)
     assert plan.virtual_metadata is None
-    assert plan.host_ops[0]["value"]["tier"] == "b"
+    assert applied(host, plan)["metadata"]["labels"]["tier"] == "b"
 
 
 def test_label_values_with_an_equals_sign_survive_the_base() -> None:

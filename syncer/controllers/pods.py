@@ -34,6 +34,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonpatch
+
 from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
 from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, translate
@@ -166,6 +168,14 @@ class _Waiting:
 
 class HostRejected(ReconcileError):
     """The host API server refused the pod (reported as a SyncError event; retried with backoff)."""
+
+
+class CacheBehind(ReconcileError):
+    """A host write planned from a cache that is behind the host no longer applies to the host pod (a `test` of a
+    value the host changed since, a key it removed: kube-apiserver's generic 422 of `applyJSPatch`); logged once
+    at info, retried with backoff, by when the watch has brought the change (like a 409 Conflict)."""
+
+    quiet = True
 
 
 class BindingFailed(ReconcileError):
@@ -745,8 +755,8 @@ class PodReconciler:
         if plan.host_ops:
             ops = plan.host_ops
             await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json",
-                                                            uid=huid), written=(hname, huid))
-            what += [str(op.get("path")) for op in ops if op.get("op") != "test"]
+                                                            uid=huid), written=(hname, huid, ops))
+            what += [_changed_field(str(op.get("path"))) for op in ops if op.get("op") != "test"]
         if plan.ephemeral:
             have = bool(hpod["spec"].get("ephemeralContainers"))
             eph = ([{"op": "add", "path": "/spec/ephemeralContainers/-", "value": c} for c in plan.ephemeral] if have
@@ -756,9 +766,16 @@ class PodReconciler:
         resize = podupdate.resize_ops(hpod, plan.resize)
         if resize and await self._write_subresource(vpod, hname, huid, "resize", resize):
             what += [f"resources of container {c['name']}" for c in plan.resize]
-        if plan.host_conditions is not None:
-            await self.host.patch(PODS, hname, {"status": {"conditions": plan.host_conditions}}, self.host_namespace,
-                                  subresource="status", uid=huid)
+        if plan.host_condition_ops:
+            # not through _write: a refusal of the status is not the tenant's to fix; a `test` that no longer holds
+            # (the kubelet wrote the conditions since the cache saw them) is retried from the fresh cache
+            cops = plan.host_condition_ops
+            try:
+                await self.host.patch(PODS, hname, cops, self.host_namespace, patch_type="json", subresource="status",
+                                      uid=huid)
+            except ApiError as e:
+                await self._raise_if_behind(e, hname, huid, cops)
+                raise
             what.append("readiness-gate conditions")
         if what:
             self.metrics.pods_synced.labels(decision.runtime_class).inc()
@@ -779,9 +796,9 @@ class PodReconciler:
         try:
             await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json",
                                                             subresource=subresource, uid=huid),
-                              written=(hname, huid))
+                              written=(hname, huid, ops))
         except ApiError as e:
-            if not e.not_found or not await self._host_pod_is(hname, huid):
+            if not e.not_found or await self._live_host_pod(hname, huid) is None:
                 raise  # a 404 of a pod gone (or replaced) since the cache saw it: its watch event brings the rest
             self._unserved.add(subresource)
             log.warning("the host API server does not serve pods/%s (%s); changes that need it are not synced to "
@@ -789,16 +806,32 @@ class PodReconciler:
             return False
         return True
 
-    async def _host_pod_is(self, hname: str, huid: str | None) -> bool:
-        """Whether host pod `hname` exists with uid `huid`, read from the host API server (a rare error path: the
-        cache may be behind). Raises ApiError when the read fails otherwise than with 404."""
+    async def _raise_if_behind(self, e: ApiError, hname: str, huid: str | None, ops: list[Obj]) -> None:
+        """Classify a failed JSON patch `ops` of host pod `hname` (uid `huid`), which the cache planned: for a 422
+        where a read of the host shows a pod the ops do not apply to, raise `e` as it is when the pod is gone or
+        another one (its watch event brings the rest), CacheBehind when it is ours and changed since the cache saw
+        it. Returns when the failure is the host's own refusal (or not a 422)."""
+        if e.status != 422:
+            return
+        live = await self._live_host_pod(hname, huid)
+        if live is None:
+            raise e
+        if not _applies(ops, live):
+            log.info("host pod %s/%s changed since the cache saw it; the write is planned again from the watch's "
+                     "newer copy", self.host_namespace, hname)
+            raise CacheBehind(f"host pod {self.host_namespace}/{hname} changed since the cache saw it") from e
+
+    async def _live_host_pod(self, hname: str, huid: str | None) -> Obj | None:
+        """Host pod `hname` as the host API server has it, None when it does not exist or has another uid than
+        `huid` (a rare error path: the cache may be behind). Raises ApiError when the read fails otherwise than
+        with 404."""
         try:
             live = await self.host.get(PODS, hname, self.host_namespace)
         except ApiError as e:
             if e.not_found:
-                return False
+                return None
             raise
-        return bool((live.get("metadata") or {}).get("uid") == huid)
+        return live if (live.get("metadata") or {}).get("uid") == huid else None
 
     async def _bind(self, vpod: Obj, node: str | None) -> Exception | None:
         """Bind the virtual pod to the host pod's node (`pods/binding`, as a scheduler does) unless it is
@@ -947,18 +980,20 @@ class PodReconciler:
         return created
 
     async def _write(self, vpod: Obj, call: Callable[[], Awaitable[Obj]], *,
-                     written: tuple[str, str | None] | None = None) -> Obj:
+                     written: tuple[str, str | None, list[Obj]] | None = None) -> Obj:
         """Make a host write for `vpod`. A refusal by the host (400, 403, 422) is told to the tenant as a SyncError
-        and raised as HostRejected (retried with backoff), unless the pod under the name is not the one the cache
-        holds: `other_object`, or, for a JSON patch of host pod `written` = (name, uid) that does not apply to the
-        pod there (a `test` or a path of another pod: kube-apiserver's generic 422), a read of the host says so.
-        Such a write is raised as it is, retried quietly: the watch brings the rest."""
+        and raised as HostRejected (retried with backoff), unless the write was planned from a cache that is behind
+        the host: `other_object` (another pod under the name), or, for JSON patch `written` = (name, uid, ops) of a
+        host pod, a 422 where a read of the host shows another pod under the name or a pod the ops no longer apply
+        to (a `test` of a value the host changed since, a removed key: kube-apiserver's generic 422 of
+        `applyJSPatch`). Such a write is raised as it is (CacheBehind for a pod that changed), retried quietly:
+        the watch brings the rest."""
         try:
             return await call()
         except ApiError as e:
             if e.status in (400, 403, 422) and not e.other_object:  # another pod under the name: the cache was behind
-                if written is not None and e.status == 422 and not await self._host_pod_is(*written):
-                    raise
+                if written is not None:
+                    await self._raise_if_behind(e, *written)
                 msg = f'host rejected pod "{vpod["metadata"]["name"]}": {e.message}'
                 await self.recorder.record(PODS, vpod, "Warning", "SyncError", msg, ACTION)
                 raise HostRejected(msg) from e
@@ -982,3 +1017,20 @@ class PodReconciler:
         except ApiError as e:
             if not e.not_found:
                 raise
+
+
+def _applies(ops: list[Obj], live: Obj) -> bool:
+    """Whether JSON patch `ops` applies to host pod `live`: every `test` holds and every path exists (RFC 6902,
+    with the `jsonpatch` library as kube-apiserver's `applyJSPatch` with evanphx/json-patch)."""
+    try:
+        jsonpatch.apply_patch(live, ops)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+        return False
+    return True
+
+
+def _changed_field(path: str) -> str:
+    """The field a JSON-patch `path` changes, as the update's log line names it: a label or annotation key's path
+    as its map (`/metadata/labels/app` is `/metadata/labels`), any other path as it is."""
+    parts = path.split("/")
+    return "/".join(parts[:3]) if parts[1:2] == ["metadata"] else path

@@ -20,6 +20,14 @@ Follows vcluster's pod syncer (`syncer.go`: `Sync`, `resizeHostPodContainerResou
   translation's;
 - readiness-gate conditions, virtual -> host: the virtual pod's conditions of its `readinessGates` types go to
   the host pod's status, where the kubelet reads them; every other condition goes host -> virtual.
+
+Every host write is planned from the cache, which may be behind the host, and says only what it changes
+(**different:** vcluster's `applyObjectWithPatch` in pkg/patcher/apply.go applies its merge patch to the cached
+object and updates the whole object, its resourceVersion a precondition: any write in between, each kubelet status
+write included, is a 409 and a retry): labels and annotations key by key, a readiness-gate condition by its index, each change of a value
+the host has guarded by a JSON-patch `test` of the value the cache holds, and each list replaced whole (scheduling
+gates, tolerations) guarded by a `test` of the whole list. A host write made in between is therefore kept, or fails
+the patch (kube-apiserver's generic 422), which is then planned again from the fresh cache.
 """
 
 from __future__ import annotations
@@ -91,14 +99,50 @@ class PodUpdate:
             with its resourceVersion as a precondition; None when nothing comes back.
         ephemeral: translated ephemeral containers to add on the host (`pods/ephemeralcontainers`).
         resize: `[{"name", "resources"}]` for the host pod's `pods/resize`.
-        host_conditions: the host pod's new `status.conditions` (readiness gates), None when in sync.
+        host_condition_ops: JSON-patch operations on the host pod's status (its readiness gates' conditions),
+            [] when in sync.
     """
 
     host_ops: list[Obj] = field(default_factory=list)
     virtual_metadata: Obj | None = None
     ephemeral: list[Obj] = field(default_factory=list)
     resize: list[Obj] = field(default_factory=list)
-    host_conditions: list[Obj] | None = None
+    host_condition_ops: list[Obj] = field(default_factory=list)
+
+
+def pointer(*tokens_: str) -> str:
+    """The JSON pointer (RFC 6901) of the reference tokens `tokens_`: `~` written `~0`, `/` written `~1`
+    (`pointer("metadata", "labels", "app.kubernetes.io/name")` is `/metadata/labels/app.kubernetes.io~1name`)."""
+    return "".join("/" + t.replace("~", "~0").replace("/", "~1") for t in tokens_)
+
+
+def map_ops(field_: str, have: Any, want: Mapping[str, Any]) -> list[Obj]:
+    """JSON-patch operations that turn the host pod's `metadata.<field_>` from `have` (the cache's, maybe behind
+    the host) into `want`, key by key: a key the host wrote since the cache saw the pod stays. A key the cache holds
+    is changed or removed only after a `test` of the value the cache holds, so a host write of that key in between
+    fails the patch (422) instead of being lost. A missing map is added whole. [] when they are equal."""
+    if not isinstance(have, dict):
+        return [{"op": "add", "path": pointer("metadata", field_), "value": dict(want)}] if want else []
+    ops: list[Obj] = []
+    for k, v in want.items():
+        path = pointer("metadata", field_, k)
+        if k not in have:
+            ops.append({"op": "add", "path": path, "value": v})
+        elif have[k] != v:
+            ops += [{"op": "test", "path": path, "value": have[k]}, {"op": "replace", "path": path, "value": v}]
+    for k, v in have.items():
+        if k not in want:
+            path = pointer("metadata", field_, k)
+            ops += [{"op": "test", "path": path, "value": v}, {"op": "remove", "path": path}]
+    return ops
+
+
+def _list_ops(path: str, have: Any, want: list[Obj]) -> list[Obj]:
+    """Replace the host pod's list at `path` with `want`, after a `test` that it is still `have` (the cache's):
+    a host write of the list in between fails the patch (422) instead of being undone."""
+    if have is None:
+        return [{"op": "add", "path": path, "value": want}]
+    return [{"op": "test", "path": path, "value": have}, {"op": "replace", "path": path, "value": want}]
 
 
 def _map_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> Obj:
@@ -186,20 +230,30 @@ def resize_ops(host: Obj, resize: Sequence[Obj]) -> list[Obj]:
     return ops
 
 
-def host_gate_conditions(vpod: Obj, host: Obj) -> list[Obj] | None:
-    """The host pod's conditions with those of the pod's readiness gates taken from the virtual pod, or None when
-    they already agree (or the pod has no gates)."""
+def host_gate_condition_ops(vpod: Obj, host: Obj) -> list[Obj]:
+    """JSON-patch operations on the host pod's status that set the conditions of the pod's readiness gates to the
+    virtual pod's, [] when they already agree (or the pod has no gates). Each condition is written alone, the one
+    the host has replaced after a `test` that its index still holds it as the cache does: the kubelet writes the
+    pod's other conditions at any time, and a write of the whole list would undo one made since the cache saw the
+    pod."""
     types = translate.gate_types(vpod.get("spec") or {})
     if not types:
-        return None
+        return []
     virtual = {c.get("type"): c for c in (vpod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
-    current = [c for c in (host.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
-    want = [c for c in current if c.get("type") not in types]
-    want += [virtual[t] for t in types if t in virtual]
-    have = {c.get("type"): c for c in current}
-    if all(have.get(t) == virtual.get(t) for t in types if t in virtual):
-        return None
-    return want
+    want = [virtual[t] for t in types if t in virtual]
+    current = (host.get("status") or {}).get("conditions")
+    if not isinstance(current, list):
+        return [{"op": "add", "path": "/status/conditions", "value": want}] if want else []
+    index = {c.get("type"): i for i, c in enumerate(current) if isinstance(c, dict)}
+    ops: list[Obj] = []
+    for c in want:
+        i = index.get(c.get("type"))
+        if i is None:
+            ops.append({"op": "add", "path": "/status/conditions/-", "value": c})
+        elif current[i] != c:
+            ops += [{"op": "test", "path": f"/status/conditions/{i}", "value": current[i]},
+                    {"op": "replace", "path": f"/status/conditions/{i}", "value": c}]
+    return ops
 
 
 def plan_update(desired: Obj, host: Obj, vpod: Obj, *, vcluster_name: str) -> PodUpdate:
@@ -216,8 +270,7 @@ def plan_update(desired: Obj, host: Obj, vpod: Obj, *, vcluster_name: str) -> Po
     if vpatch:
         out.virtual_metadata = {"metadata": {"resourceVersion": vmeta.get("resourceVersion"), **vpatch}}
     for k, new in (("labels", new_hl), ("annotations", new_ha)):
-        if (hmeta.get(k) or {}) != new:
-            out.host_ops.append({"op": "add", "path": f"/metadata/{k}", "value": new})
+        out.host_ops += map_ops(k, hmeta.get(k), new)
     dspec, hspec = desired.get("spec") or {}, host.get("spec") or {}
     synced = (hmeta.get("annotations") or {}).get(metadata.SYNCED_IMAGES)
     for fld in ("initContainers", "containers"):
@@ -236,14 +289,14 @@ def plan_update(desired: Obj, host: Obj, vpod: Obj, *, vcluster_name: str) -> Po
     gates = scheduling_gates(dspec.get("schedulingGates") or [], hspec.get("schedulingGates") or [],
                              (hmeta.get("annotations") or {}).get(translate.SCHEDULING_GATES))
     if gates != (hspec.get("schedulingGates") or []):
-        out.host_ops.append({"op": "add", "path": "/spec/schedulingGates", "value": gates})
+        out.host_ops += _list_ops("/spec/schedulingGates", hspec.get("schedulingGates"), gates)
     host_tolerations = hspec.get("tolerations") or []
     tolerations = _tolerations(dspec.get("tolerations") or [], host_tolerations)
     if len(tolerations) != len(host_tolerations) or not all(map(_same_toleration, tolerations, host_tolerations)):
-        out.host_ops.append({"op": "add", "path": "/spec/tolerations", "value": tolerations})
+        out.host_ops += _list_ops("/spec/tolerations", hspec.get("tolerations"), tolerations)
     have = {c.get("name") for c in hspec.get("ephemeralContainers") or [] if isinstance(c, dict)}
     out.ephemeral = [c for c in dspec.get("ephemeralContainers") or [] if isinstance(c, dict)
                      and c.get("name") not in have]
     out.resize = _resize(dspec.get("containers") or [], hspec.get("containers") or [])
-    out.host_conditions = host_gate_conditions(vpod, host)
+    out.host_condition_ops = host_gate_condition_ops(vpod, host)
     return out

@@ -330,7 +330,7 @@ def gate_names(gates: Any) -> list[str]:
 
 def gate_types(spec: Mapping[str, Any]) -> list[str]:
     """The condition types of pod spec `spec`'s `readinessGates` that a controller in the virtual cluster sets: the
-    conditions that go from the virtual pod's status to the host pod's (podupdate.host_gate_conditions), not back.
+    conditions that go from the virtual pod's status to the host pod's (podupdate.host_gate_condition_ops), not back.
     A gate naming a condition of SYSTEM_CONDITIONS is left out: the host's kubelet and scheduler own those (a fake
     `Ready` would show a host pod ready before its containers are, a fake `PodScheduled=False` reason
     `Unschedulable` asks a host cluster-autoscaler for nodes). vcluster's `conditionsCopyBidirectional` copies every
