@@ -24,10 +24,11 @@ Follows vcluster's pod syncer (`syncer.go`: `Sync`, `resizeHostPodContainerResou
 Every host write is planned from the cache, which may be behind the host, and says only what it changes
 (**different:** vcluster's `applyObjectWithPatch` in pkg/patcher/apply.go applies its merge patch to the cached
 object and updates the whole object, its resourceVersion a precondition: any write in between, each kubelet status
-write included, is a 409 and a retry): labels and annotations key by key, a readiness-gate condition by its index, each change of a value
-the host has guarded by a JSON-patch `test` of the value the cache holds, and each list replaced whole (scheduling
-gates, tolerations) guarded by a `test` of the whole list. A host write made in between is therefore kept, or fails
-the patch (kube-apiserver's generic 422), which is then planned again from the fresh cache.
+write included, is a 409 and a retry): labels and annotations key by key, a readiness-gate condition by its index,
+each change of a value the host has guarded by a JSON-patch `test` of the value the cache holds, and each list
+replaced whole (scheduling gates, tolerations) guarded by a `test` of the whole list. A host write made in between
+is therefore kept, or fails the patch (kube-apiserver's generic 422), which is then planned again from the fresh
+cache.
 """
 
 from __future__ import annotations
