@@ -75,19 +75,20 @@ class Step:
 
 OPS = ("host_rc_put", "host_rc_delete", "virtual_rc_put", "virtual_rc_delete", "pod_create", "pod_delete",
        "pod_label", "config", "syncer_restart", "fault", "cut_watches", "expire_history", "server_restart",
-       "latency", "server_wipe", "host_pod_evict", "pod_image", "host_pod_squat", "pod_debug")
+       "latency", "server_wipe", "host_pod_evict", "pod_image", "host_pod_squat", "pod_debug", "host_pod_label")
 
 
 def random_step(rng: random.Random) -> Step:
     """A random step, weighted towards user actions, for the soak."""
-    op = rng.choices(OPS, weights=(8, 3, 3, 2, 6, 3, 3, 1, 1, 4, 2, 1, 1, 1, 0.2, 1, 2, 2, 1))[0]
+    op = rng.choices(OPS, weights=(8, 3, 3, 2, 6, 3, 3, 1, 1, 4, 2, 1, 1, 1, 0.2, 1, 2, 2, 1, 2))[0]
     if op in ("host_rc_put", "virtual_rc_put"):
         return Step(op, rng.choice(RC_NAMES), rng.choice(ENVS))
     if op in ("host_rc_delete", "virtual_rc_delete"):
         return Step(op, rng.choice(RC_NAMES))
     if op == "pod_create":
         return Step(op, rng.choice(POD_NAMES), rng.choice((*RC_NAMES, "")))
-    if op in ("pod_delete", "pod_label", "host_pod_evict", "pod_image", "host_pod_squat", "pod_debug"):
+    if op in ("pod_delete", "pod_label", "host_pod_evict", "pod_image", "host_pod_squat", "pod_debug",
+              "host_pod_label"):
         return Step(op, rng.choice(POD_NAMES), str(rng.randint(0, 9)))
     if op == "config":
         return Step(op, rng.choice(tuple(SELECTORS)))
@@ -161,6 +162,9 @@ class Scenario:
         # must never change (the first sits on SQUATTED_POD's host name; host_pod_squat puts more)
         self.foreign: dict[str, tuple[str, str]] = {}
         self.hold = {host_name(SQUATTED_POD, "default", VCLUSTER)}  # what the kubelet leaves alone: the foreign pods
+        # the last `mesh` label a host controller wrote on a synced host pod, by host name: (the pod's uid, value);
+        # the syncer must keep it on that pod (and bring it to the virtual pod)
+        self.host_labels: dict[str, tuple[str, str]] = {}
 
     @property
     def config(self) -> SyncerConfig:
@@ -322,6 +326,21 @@ class Scenario:
                 raise
             self.foreign[hname] = (theirs["metadata"]["uid"], theirs["metadata"]["resourceVersion"])
             self.report.faults["host pod name taken by another owner"] += 1
+            await self.virtual.patch(PODS, s.a, {"metadata": {"labels": {"rev": s.b}}}, "default")
+        elif s.op == "host_pod_label":
+            # A host controller (a mesh) labels a synced host pod while the syncer's host pod watch is down (its next
+            # two watches refused), and the tenant relabels the pod meanwhile: the syncer writes the tenant's label
+            # from a cache without the host's, which must stay on the host pod.
+            hname = host_name(s.a, "default", VCLUSTER)
+            h = self._objs(self.host_server, PODS, HOST_NS).get(hname)
+            if h is None or not (h["metadata"].get("annotations") or {}).get(OBJECT_NAME):
+                return  # none, or another owner's
+            self.host_server.faults.fail(500, verb="watch", resource="pods", agent=SYNCER_AGENT, times=2)
+            self.host_server.cut_watches()
+            done = await self.host.patch(PODS, hname, {"metadata": {"labels": {"mesh": s.b}}}, HOST_NS,
+                                         uid=h["metadata"]["uid"])
+            self.host_labels[hname] = (done["metadata"]["uid"], s.b)
+            self.report.faults["host label written behind the syncer's cache"] += 1
             await self.virtual.patch(PODS, s.a, {"metadata": {"labels": {"rev": s.b}}}, "default")
         elif s.op == "pod_debug":  # kubectl debug: an ephemeral container, through the pod's subresource only
             v = self._objs(self.virtual_server, PODS, "default").get(s.a)
@@ -526,6 +545,11 @@ class Scenario:
                 want = {**(v["metadata"].get("labels") or {}), MANAGED_BY: VCLUSTER, NAMESPACE_LABEL: "default"}
                 if h["metadata"].get("labels") != want:
                     out.append(f"pod {name}: host labels {h['metadata'].get('labels')} != {want}")
+                # a host controller's label stays on the host pod it wrote it on (and so, above, reaches the
+                # virtual pod), though the syncer's cache was behind when it wrote the tenant's
+                huid, mesh = self.host_labels.get(host_name(name, "default", VCLUSTER), ("", ""))
+                if huid == h["metadata"].get("uid") and (h["metadata"].get("labels") or {}).get("mesh") != mesh:
+                    out.append(f"pod {name}: the host's label mesh={mesh} was lost from its host pod")
                 # a changed image reaches the host pod (vcluster's translateUpdate: the containers' images)
                 images = [c.get("image") for c in h["spec"].get("containers") or []]
                 if images != (vimages := [c.get("image") for c in v["spec"].get("containers") or []]):

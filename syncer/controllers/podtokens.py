@@ -28,6 +28,8 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
+from jsonpointer import JsonPointer
+
 from syncer.controllers import translate
 from syncer.controllers.podtranslate import tokens
 from syncer.kube.cache import Store
@@ -40,11 +42,6 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 _SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # a valid Secret data key (ValidateSecret: IsConfigMapKey)
-
-
-def _pointer(key: str) -> str:
-    """`key` as one JSON-pointer segment (RFC 6901: `~` as `~0`, `/` as `~1`)."""
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 class ServiceAccountTokens:
@@ -122,9 +119,11 @@ class ServiceAccountTokens:
     def _ours(self, namespace: str, name: str) -> list[Obj]:
         """JSON-patch `test` operations that hold only on the token Secret written for virtual pod
         `namespace/name`: this vcluster's managed-by label and the pod's object annotations."""
-        return [{"op": "test", "path": f"/metadata/{field}/{_pointer(key)}", "value": value} for field, key, value in (
-            ("labels", translate.MANAGED_BY, self.vcluster_name), ("annotations", translate.OBJECT_NAME, name),
-            ("annotations", translate.OBJECT_NAMESPACE, namespace))]
+        return [{"op": "test", "path": JsonPointer.from_parts(["metadata", field, key]).path, "value": value}
+                for field, key, value in (
+                    ("labels", translate.MANAGED_BY, self.vcluster_name),
+                    ("annotations", translate.OBJECT_NAME, name),
+                    ("annotations", translate.OBJECT_NAMESPACE, namespace))]
 
     async def _write_secret(self, namespace: str, name: str, data: dict[str, str]) -> None:
         """Write `data` (key -> token) into the token Secret of virtual pod `namespace/name`, only when it is the
@@ -136,8 +135,8 @@ class ServiceAccountTokens:
         """
         secret = self.secret_name(namespace, name)
         ops = self._ours(namespace, name) + [
-            {"op": "add", "path": f"/data/{_pointer(k)}", "value": base64.b64encode(v.encode()).decode()}
-            for k, v in data.items()]
+            {"op": "add", "path": JsonPointer.from_parts(["data", k]).path,
+             "value": base64.b64encode(v.encode()).decode()} for k, v in data.items()]
         try:
             await self.host.patch(SECRETS, secret, ops, self.host_namespace, patch_type="json")
         except ApiError as e:

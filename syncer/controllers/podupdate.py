@@ -37,6 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jsonpointer import JsonPointer
+
 from syncer.controllers import translate
 from syncer.controllers.podtranslate import downward, hosts, metadata, scheduling, tokens, trust
 
@@ -111,29 +113,23 @@ class PodUpdate:
     host_condition_ops: list[Obj] = field(default_factory=list)
 
 
-def pointer(*tokens_: str) -> str:
-    """The JSON pointer (RFC 6901) of the reference tokens `tokens_`: `~` written `~0`, `/` written `~1`
-    (`pointer("metadata", "labels", "app.kubernetes.io/name")` is `/metadata/labels/app.kubernetes.io~1name`)."""
-    return "".join("/" + t.replace("~", "~0").replace("/", "~1") for t in tokens_)
-
-
 def map_ops(field_: str, have: Any, want: Mapping[str, Any]) -> list[Obj]:
     """JSON-patch operations that turn the host pod's `metadata.<field_>` from `have` (the cache's, maybe behind
     the host) into `want`, key by key: a key the host wrote since the cache saw the pod stays. A key the cache holds
     is changed or removed only after a `test` of the value the cache holds, so a host write of that key in between
     fails the patch (422) instead of being lost. A missing map is added whole. [] when they are equal."""
     if not isinstance(have, dict):
-        return [{"op": "add", "path": pointer("metadata", field_), "value": dict(want)}] if want else []
+        return [{"op": "add", "path": f"/metadata/{field_}", "value": dict(want)}] if want else []
     ops: list[Obj] = []
     for k, v in want.items():
-        path = pointer("metadata", field_, k)
+        path = JsonPointer.from_parts(["metadata", field_, k]).path
         if k not in have:
             ops.append({"op": "add", "path": path, "value": v})
         elif have[k] != v:
             ops += [{"op": "test", "path": path, "value": have[k]}, {"op": "replace", "path": path, "value": v}]
     for k, v in have.items():
         if k not in want:
-            path = pointer("metadata", field_, k)
+            path = JsonPointer.from_parts(["metadata", field_, k]).path
             ops += [{"op": "test", "path": path, "value": v}, {"op": "remove", "path": path}]
     return ops
 
