@@ -64,6 +64,11 @@ def default_pod_spec(pod: Obj) -> None:
     for v in spec.get("volumes") or []:
         if isinstance(v, dict) and all(value is None for key, value in v.items() if key != "name"):
             v["emptyDir"] = {}  # SetDefaults_Volume: a volume without a source is an emptyDir
+        projected = v.get("projected") if isinstance(v, dict) else None
+        for src in (projected.get("sources") or []) if isinstance(projected, dict) else []:
+            token = src.get("serviceAccountToken") if isinstance(src, dict) else None
+            if isinstance(token, dict):  # SetDefaults_ServiceAccountTokenProjection: one hour
+                token.setdefault("expirationSeconds", 3600)
     for c in spec.get("containers") or []:
         if isinstance(c, dict):
             c.setdefault("imagePullPolicy", "Always" if str(c.get("image", "")).endswith(":latest")

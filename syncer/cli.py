@@ -67,8 +67,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="info: one line per decision; warning and error: only what an operator must act on")
     run.add_argument("--pod-workers", type=int, default=4, help="concurrent pod reconciles (default 4)")
     run.add_argument("--token-lifetime", type=_token_lifetime, default=3600,
-                     help="seconds the service-account tokens of host pods live; renewed after 80%% (default 3600, "
-                          "at least 600; 0 keeps vcluster's ten-year tokens, never renewed)")
+                     help="seconds the service-account tokens of host pods live, unless a projection asks for less "
+                          "than an hour; renewed after 80%% (default 3600, at least 600; 0 keeps vcluster's ten-year "
+                          "tokens, never renewed)")
     run.add_argument("--request-timeout", type=float, default=30.0,
                      help="seconds before a hung API request is abandoned and retried (default 30)")
     run.add_argument("--leader-elect", action="store_true",

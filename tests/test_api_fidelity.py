@@ -323,6 +323,18 @@ async def test_services_get_cluster_ips(clusters: Clusters) -> None:
     assert err.value.status == 422 and "provided IP is already allocated" in err.value.message
 
 
+async def test_a_token_projection_without_an_expiration_gets_an_hour(clusters: Clusters) -> None:
+    # SetDefaults_ServiceAccountTokenProjection (pkg/apis/core/v1/defaults.go): expirationSeconds 3600 when unset;
+    # one that is set stays as it is
+    p = pod("p")
+    p["spec"]["automountServiceAccountToken"] = False
+    p["spec"]["volumes"] = [{"name": "t", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "a"}}, {"serviceAccountToken": {"path": "b", "expirationSeconds": 600}}]}}]
+    created = await clusters.host.create(PODS, p, NS)
+    assert [s["serviceAccountToken"]["expirationSeconds"] for s in created["spec"]["volumes"][0]["projected"][
+        "sources"]] == [3600, 600]
+
+
 async def test_service_account_admission(clusters: Clusters) -> None:
     created = await clusters.host.create(PODS, pod("p"), NS)
     spec = created["spec"]

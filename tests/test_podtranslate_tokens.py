@@ -88,3 +88,21 @@ def test_the_renewal_state_round_trips_and_bad_values_are_none() -> None:
     assert RenewalState.decode(secret.encode()) == secret
     for bad in (None, "", "{", "[]", '{"renewAt": "soon", "tokens": {}}', '{"renewAt": 1}'):
         assert RenewalState.decode(bad) is None
+    short = RenewalState(5, {"vcluster.loft.sh/token-v": ["vault"]}, "", {"vcluster.loft.sh/token-v": 600})
+    assert short.encode() == ('{"expirationSeconds":{"vcluster.loft.sh/token-v":600},"renewAt":5,'
+                              '"tokens":{"vcluster.loft.sh/token-v":["vault"]}}')
+    assert RenewalState.decode(short.encode()) == short
+    # only what a projection may ask for below the default hour is read back (600 <= seconds < 3600)
+    assert RenewalState.decode('{"renewAt":5,"tokens":{},"expirationSeconds":{"a":599,"b":3600,"c":true,'
+                               '"d":"600","e":1800}}') == RenewalState(5, {}, "", {"e": 1800})
+
+
+def test_a_projection_asking_for_less_than_the_default_hour_says_so() -> None:
+    # ServiceAccountTokenProjection.expirationSeconds: "Defaults to 1 hour and must be at least 10 minutes"
+    # (core/v1 types.go); the API server's injected kube-api-access volume asks 3607
+    def source(seconds: object) -> TokenSource:
+        (src,) = token_sources({"volumes": [{"name": "v", "projected": {"sources": [
+            {"serviceAccountToken": {"path": "t", "expirationSeconds": seconds}}]}}]})
+        return src
+    assert [source(s).expiration for s in (600, 1800, 3599)] == [600, 1800, 3599]
+    assert [source(s).expiration for s in (3600, 3607, 86400, None, True, "600", 599)] == [None] * 7

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from typing import Any
+
+import pytest
 
 from kubesim.tokens import whoami
 from syncer.kube.client import DEFAULT_USER_AGENT
@@ -84,10 +87,12 @@ async def test_tokens_live_the_lifetime_and_are_renewed_at_80_percent(clusters: 
         assert token_of(annotations(clusters)) == (key, second)
 
 
-async def test_tokens_a_server_shortens_are_renewed_before_they_expire(clusters: Clusters) -> None:
+async def test_tokens_a_server_shortens_are_renewed_before_they_expire(clusters: Clusters,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
     # kube-apiserver shortens a TokenRequest to its --service-account-max-token-expiration (at least an hour) and
     # says so in the answer's spec.expirationSeconds (pkg/registry/core/serviceaccount/storage/token.go): with a
     # two-hour --token-lifetime, renewing at 80% of two hours would leave the pod's tokens expired for 36 minutes.
+    caplog.set_level(logging.INFO)
     clusters.virtual_server.tokens.max_expiration = 3600
     clock = FakeClock()
     async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=7200) as syncer:
@@ -97,6 +102,54 @@ async def test_tokens_a_server_shortens_are_renewed_before_they_expire(clusters:
         clock.advance(0.8 * 3600)
         await eventually(lambda: token_of(annotations(clusters))[1] != first, "renewed before the token expires")
         assert json.loads(annotations(clusters)[STATE])["renewAt"] == int(clock.wall() + 0.8 * 3600)
+        # and so on: the renewed tokens too are renewed after 80% of the hour granted, not of the two hours asked
+        assert "next renewal in 2880 s" in caplog.text
+        second = token_of(annotations(clusters))[1]
+        await syncer.wait_idle()
+        clock.advance(0.8 * 3600)
+        await eventually(lambda: token_of(annotations(clusters))[1] != second, "renewed again before it expires")
+
+
+async def test_a_projection_asking_for_a_shorter_token_gets_one_and_its_renewal_comes_sooner(
+        clusters: Clusters) -> None:
+    # The kubelet requests each projection's own expirationSeconds (defaulted to an hour by the API server,
+    # SetDefaults_ServiceAccountTokenProjection; at least 10 minutes): a token for a Vault that asks for 10 minutes
+    # gets 10 minutes, not the hour of --token-lifetime (vcluster: ten years), and all the pod's tokens are renewed
+    # after 80% of the shortest. The API server's own injected volume (3607 s) and a defaulted projection keep the
+    # lifetime the platform team chose (two hours here).
+    web = pod("web")
+    web["spec"]["volumes"] = [{"name": "vault", "projected": {"sources": [{"serviceAccountToken": {
+        "audience": "vault", "expirationSeconds": 600, "path": "jwt"}}]}}, {"name": "api", "projected": {
+            "sources": [{"serviceAccountToken": {"audience": "api", "path": "jwt"}}]}}]
+    web["spec"]["containers"][0]["volumeMounts"] = [{"name": "vault", "mountPath": "/vault"},
+                                                    {"name": "api", "mountPath": "/api"}]
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=7200) as syncer:
+        await clusters.virtual.create(PODS, web, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+
+        def lives() -> dict[str, int]:
+            """Each token's audience -> its lifetime in seconds, as its claims say."""
+            ann = annotations(clusters)
+            out = {}
+            for k, v in ann.items():
+                if k.startswith("vcluster.loft.sh/token-"):
+                    c = claims(v)
+                    out[c["aud"][0]] = c["exp"] - c["iat"]
+            return out
+
+        first = lives()
+        assert first == {"vault": 600, "api": 7200, "https://kubernetes.default.svc.cluster.local": 7200}
+        state = json.loads(annotations(clusters)[STATE])
+        assert state["renewAt"] == int(clock.wall() + 0.8 * 600)
+        assert [v for k, v in state["expirationSeconds"].items()] == [600]
+        before = {k: v for k, v in annotations(clusters).items() if k.startswith("vcluster.loft.sh/token-")}
+        clock.advance(0.8 * 600)
+        await eventually(lambda: all(annotations(clusters)[k] != v for k, v in before.items()),
+                         "every token renewed before the Vault's expires")
+        assert lives() == first  # the Vault's renewed for 10 minutes again
+        assert json.loads(annotations(clusters)[STATE])["renewAt"] == int(clock.wall() + 0.8 * 600)
 
 
 async def test_a_deleted_pod_leaves_no_renewal_waiting(clusters: Clusters) -> None:

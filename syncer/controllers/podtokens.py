@@ -94,15 +94,17 @@ class ServiceAccountTokens:
         if not sources:
             return None
         meta = vpod["metadata"]
-        answers = [(src, await self._request(vpod, src.audiences)) for src in sources]
+        answers = [(src, await self._request(vpod, src.audiences, src.expiration)) for src in sources]
         issued = [(src, token) for src, (token, _) in answers]
         name = self.secret_name(meta["namespace"], meta["name"]) if self.use_secrets else None
         data, where = tokens.apply_tokens(
             desired["spec"], desired["metadata"]["annotations"], issued, secret_name=name,
             suffix=lambda: secrets.token_hex(4))
         if self.lifetime:
+            # `where` has one key per source, in the order of `issued`
+            expirations = {k: src.expiration for k, src in zip(where, sources, strict=True) if src.expiration}
             desired["metadata"]["annotations"][tokens.STATE_ANNOTATION] = tokens.RenewalState(
-                self._renew_at(seconds for _, (_, seconds) in answers), where, name or "").encode()
+                self._renew_at(seconds for _, (_, seconds) in answers), where, name or "", expirations).encode()
         if name is None:
             return None
         secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": data, "metadata": {
@@ -154,19 +156,22 @@ class ServiceAccountTokens:
         shortest = min([self.lifetime, *(v for v in valid if v is not None and v > 0)])
         return self.clock.wall() + tokens.RENEW_AFTER * shortest
 
-    async def _request(self, vpod: Obj, audiences: tuple[str, ...] | list[str]) -> tuple[str, int | None]:
-        """A token for the virtual pod's service account and `audiences`, bound to the pod, and the seconds it is
-        valid as the server answered (`spec.expirationSeconds`; None when the answer does not say)."""
+    async def _request(self, vpod: Obj, audiences: tuple[str, ...] | list[str],
+                       expiration: int | None) -> tuple[str, int | None]:
+        """A token for the virtual pod's service account and `audiences`, bound to the pod, valid for the lifetime
+        or the shorter `expiration` (seconds) its projection asks for; and the seconds it is valid as the server
+        answered (`spec.expirationSeconds`), or as asked when the answer does not say (None with lifetime 0)."""
         meta = vpod["metadata"]
         sa = (vpod.get("spec") or {}).get("serviceAccountName") or "default"
+        asked = min(self.lifetime, expiration) if self.lifetime and expiration else self.lifetime
         answer = await self.virtual.token_request(
-            meta["namespace"], sa, tokens.token_request(audiences, meta["name"], meta.get("uid", ""), self.lifetime))
+            meta["namespace"], sa, tokens.token_request(audiences, meta["name"], meta.get("uid", ""), asked))
         token = (answer.get("status") or {}).get("token")
         if not isinstance(token, str) or not token:
             raise ReconcileError(f"the virtual API server returned no token for service account "
                                  f"{meta['namespace']}/{sa}")
         seconds = (answer.get("spec") or {}).get("expirationSeconds")
-        return token, seconds if isinstance(seconds, int) and not isinstance(seconds, bool) else None
+        return token, seconds if isinstance(seconds, int) and not isinstance(seconds, bool) else asked or None
 
     async def renew_if_due(self, vpod: Obj, hpod: Obj) -> float | None:
         """Renew the host pod's tokens when their renewal time has come (the host pod's renewal annotation);
@@ -182,7 +187,7 @@ class ServiceAccountTokens:
         if state is not None:  # only the host pod's own token annotations; in Secret mode, only valid Secret keys
             state = tokens.RenewalState(state.renew_at, {k: a for k, a in state.tokens.items() if (
                 _SECRET_KEY.fullmatch(k) if state.secret else
-                k in host_ann and k.startswith(tokens.TOKEN_ANNOTATION_PREFIX))}, state.secret)
+                k in host_ann and k.startswith(tokens.TOKEN_ANNOTATION_PREFIX))}, state.secret, state.expirations)
         if state is None or not state.tokens or not self.lifetime:
             self.failing.pop(key, None)
             return None
@@ -190,11 +195,12 @@ class ServiceAccountTokens:
         if wait > 0:
             return wait
         try:
-            answers = {k: await self._request(vpod, audiences) for k, audiences in state.tokens.items()}
+            answers = {k: await self._request(vpod, audiences, state.expirations.get(k))
+                       for k, audiences in state.tokens.items()}
             fresh = {k: token for k, (token, _) in answers.items()}
             secret = self.secret_name(vmeta["namespace"], vmeta["name"]) if state.secret else ""  # derived
             renewed = tokens.RenewalState(self._renew_at(seconds for _, seconds in answers.values()), state.tokens,
-                                          secret)
+                                          secret, state.expirations)
             hname = hpod["metadata"]["name"]
             if secret:
                 await self._write_secret(vmeta["namespace"], vmeta["name"], fresh)
@@ -213,9 +219,10 @@ class ServiceAccountTokens:
         self.renewals += 1
         if self.failing.pop(key, None) is not None:
             log.info("renewing the service-account tokens of pod %s works again", key)
+        wait = renewed.renew_at - self.clock.wall()  # after 80% of what the server granted, maybe less than asked
         log.info("renewed %d service-account token(s) of pod %s (host pod %s/%s); next renewal in %d s", len(fresh),
-                 key, self.host_namespace, hname, int(tokens.RENEW_AFTER * self.lifetime))
-        return tokens.RENEW_AFTER * self.lifetime
+                 key, self.host_namespace, hname, int(wait))
+        return wait
 
     async def own(self, vpod: Obj, hpod: Obj) -> None:
         """Make the host pod the owner of the token Secret of virtual pod `vpod`, so that the Secret goes with the

@@ -21,13 +21,20 @@ and are renewed once 80% of it has passed, as the kubelet renews projected token
 state is the host pod annotation `runtimeclass-syncer.io/token-renewal` (when to renew, and which annotation or
 Secret key holds a token for which audiences), so it survives a restart. `--token-lifetime 0` keeps vcluster's
 ten-year tokens and never renews.
+
+A projection that asks for a shorter token than the API's default hour (`expirationSeconds: 600` for a Vault's
+audience, say) gets one that short, when the lifetime is longer, and is renewed after 80% of it, as the kubelet
+requests each projection's own `expirationSeconds` (vcluster asks ten years whatever the projection says). A
+longer or defaulted value (the API server sets one hour on every projection that has none:
+`SetDefaults_ServiceAccountTokenProjection` in kubernetes' pkg/apis/core/v1/defaults.go) leaves the lifetime to
+`--token-lifetime`, which the platform team chose.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Obj = dict[str, Any]
@@ -37,18 +44,30 @@ DEFAULT_AUDIENCES = ("https://kubernetes.default.svc.cluster.local", "https://ku
 VCLUSTER_LIFETIME = 10 * 365 * 24 * 60 * 60  # vcluster's token lifetime (--token-lifetime 0)
 DEFAULT_LIFETIME = 3600  # seconds, as the kubelet's projected tokens
 RENEW_AFTER = 0.8  # of the lifetime, as the kubelet
+API_DEFAULT_EXPIRATION = 3600  # seconds: a projection's `expirationSeconds` when it sets none (SetDefaults_...)
+MIN_EXPIRATION = 600  # the least a projection or TokenRequest may ask (ValidateServiceAccountTokenProjection)
 STATE_ANNOTATION = "runtimeclass-syncer.io/token-renewal"
 FILE_MODE = 0o644
 
 
 @dataclass(frozen=True)
 class TokenSource:
-    """A `serviceAccountToken` projection: its volume, position in the sources, path and audiences."""
+    """A `serviceAccountToken` projection: its volume, position in the sources, path and audiences, and its own
+    `expirationSeconds` (seconds) when it asks for less than the API's default hour, else None."""
 
     volume: str
     index: int
     path: str
     audiences: tuple[str, ...]
+    expiration: int | None = None
+
+
+def _short_expiration(value: Any) -> int | None:
+    """A projection's `expirationSeconds` when it asks for a token shorter than the API's default hour (and no
+    shorter than the API's minimum, which the virtual API server has validated), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and MIN_EXPIRATION <= value < API_DEFAULT_EXPIRATION:
+        return value
+    return None
 
 
 def token_sources(spec: Obj) -> list[TokenSource]:
@@ -61,7 +80,8 @@ def token_sources(spec: Obj) -> list[TokenSource]:
             if isinstance(tok, dict):
                 audience = tok.get("audience")
                 out.append(TokenSource(str(vol.get("name", "")), i, str(tok.get("path") or "token"),
-                                       (audience,) if audience else DEFAULT_AUDIENCES))
+                                       (audience,) if audience else DEFAULT_AUDIENCES,
+                                       _short_expiration(tok.get("expirationSeconds"))))
     return out
 
 
@@ -81,17 +101,23 @@ class RenewalState:
         renew_at: Unix seconds after which the tokens are renewed.
         tokens: annotation name (annotation mode) or Secret key (Secret mode) -> the token's audiences.
         secret: the token Secret's name in Secret mode, else "".
+        expirations: annotation name or Secret key -> the seconds its projection asks for, for the tokens of
+            projections that ask for less than the API's default hour (`TokenSource.expiration`).
     """
 
     renew_at: float
     tokens: dict[str, list[str]]
     secret: str = ""
+    expirations: dict[str, int] = field(default_factory=dict)
 
     def encode(self) -> str:
-        """Compact JSON: `{"renewAt": <unix seconds>, "tokens": {...}, "secret": "..."}`."""
+        """Compact JSON: `{"renewAt": <unix seconds>, "tokens": {...}, "secret": "...", "expirationSeconds":
+        {...}}`, the last two only when set."""
         out: Obj = {"renewAt": int(self.renew_at), "tokens": self.tokens}
         if self.secret:
             out["secret"] = self.secret
+        if self.expirations:
+            out["expirationSeconds"] = self.expirations
         return json.dumps(out, separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -104,8 +130,11 @@ class RenewalState:
         if not isinstance(data, dict) or not isinstance(data.get("renewAt"), (int, float)) or \
                 not isinstance(data.get("tokens"), dict):
             return None
+        exp = data.get("expirationSeconds")
         return cls(float(data["renewAt"]), {str(k): [str(a) for a in v] for k, v in data["tokens"].items()
-                                            if isinstance(v, list)}, str(data.get("secret") or ""))
+                                            if isinstance(v, list)}, str(data.get("secret") or ""),
+                   {str(k): v for k, v in exp.items() if _short_expiration(v) is not None}
+                   if isinstance(exp, dict) else {})
 
 
 def apply_tokens(spec: Obj, annotations: dict[str, str], tokens: list[tuple[TokenSource, str]], *,
