@@ -214,6 +214,43 @@ async def test_a_gate_condition_the_kubelet_moved_since_the_cache_saw_it_is_writ
             initialized, scheduled, containers, {"type": "example.com/lb", "status": "True"}]
 
 
+async def test_a_gate_condition_a_virtual_controller_set_behind_the_cache_is_not_undone(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    # The other way: the host status is copied to the virtual pod with its conditions written whole, the gate's taken
+    # from the cache of virtual pods. A load balancer's controller sets the gate's condition while that cache is
+    # behind (the virtual watch down) and the kubelet changes the host status: the copy must not undo the
+    # controller's write (vcluster's Update of the virtual status would get a 409 for it), or the pod is not Ready.
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    scheduled = {"type": "PodScheduled", "status": "True"}
+    gate = {"type": "example.com/lb", "status": "True"}
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": "example.com/lb"}]),
+                                      "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [scheduled]}},
+                                  HOST_NS, subresource="status")
+        await eventually(lambda: condition(vstored(clusters, "web"), "PodScheduled") == scheduled,
+                         "the host's conditions on the virtual pod")
+        await syncer.wait_idle()
+        await hold_watch_down(clusters.virtual_server, "pods")
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
+            *vstored(clusters, "web")["status"]["conditions"], gate]}}, "default", subresource="status")
+        containers = {"type": "ContainersReady", "status": "True"}
+        seen = len(clusters.virtual_server.requests)
+        await clusters.host.patch(PODS, hname("web"), {"status": {"conditions": [scheduled, containers]}}, HOST_NS,
+                                  subresource="status")
+        await eventually(lambda: ("PATCH", "/api/v1/namespaces/default/pods/web/status", DEFAULT_USER_AGENT)
+                         in clusters.virtual_server.requests[seen:], "the status copy from the stale cache")
+        await syncer.wait_idle()
+        assert condition(vstored(clusters, "web"), "example.com/lb") == gate
+        assert "virtual pod default/web changed since the cache saw it" in caplog.text  # a routine retry
+        clock.advance(60)  # the watch back, and the retry's backoff over
+        await eventually(lambda: condition(vstored(clusters, "web"), "ContainersReady") == containers,
+                         "the kubelet's condition on the virtual pod")
+        assert condition(vstored(clusters, "web"), "example.com/lb") == gate
+
+
 async def test_a_readiness_gate_naming_a_kubelet_condition_does_not_write_it_on_the_host(clusters: Clusters) -> None:
     # The API server takes any qualified name as a gate's conditionType; a tenant listing `Ready` and `PodScheduled`
     # must not set those on the host pod (they are the host kubelet's and scheduler's: k8s.io/api core/v1 types.go

@@ -14,7 +14,7 @@ import pytest
 from syncer.config.model import parse_config
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podupdate import PodUpdate, plan_update, resize_ops
-from syncer.controllers.translate import host_pod, status_update
+from syncer.controllers.translate import guarded_status_ops, host_pod, status_update
 
 Obj = dict[str, Any]
 VC = "vc"
@@ -255,6 +255,27 @@ def test_readiness_gate_conditions_go_to_the_host_and_stay_on_the_virtual_pod() 
     assert status_update(host, v) == {"status": {"phase": "Running", "conditions": [ready, gate]}}
     host["status"]["conditions"] = [ready, gate]
     assert plan_update(synced(v), host, v, vcluster_name=VC).host_condition_ops == []
+
+
+def test_the_status_copy_of_a_gated_pod_is_guarded_by_its_conditions_as_the_cache_has_them() -> None:
+    # the virtual pod's conditions are written whole (a merge patch replaces a list), so for a pod with readiness
+    # gates, whose gate conditions a controller in the virtual cluster writes, the write first tests them
+    gate = {"type": "example.com/lb", "status": "True"}
+    gates = {"containers": [{"name": "app", "image": "nginx:1"}], "readinessGates": [{"conditionType": gate["type"]}]}
+    v = vpod(spec=gates, status={"phase": "Pending", "podIP": "10.0.0.9", "conditions": [gate]})
+    host = {**synced(v), "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}}
+    patch = status_update(host, v)
+    assert patch is not None
+    assert guarded_status_ops(patch, v) == [
+        {"op": "test", "path": "/status/conditions", "value": [gate]},
+        {"op": "add", "path": "/status/conditions", "value": [{"type": "Ready", "status": "False"}, gate]},
+        {"op": "add", "path": "/status/phase", "value": "Running"},
+        {"op": "remove", "path": "/status/podIP"}]
+    # no gates, no conditions written, or no status to test: the merge patch as it is
+    ungated = vpod(status={"phase": "Pending", "conditions": [gate]})
+    assert guarded_status_ops(status_update(host, ungated) or {}, ungated) is None
+    assert guarded_status_ops({"status": {"phase": "Running"}}, v) is None
+    assert guarded_status_ops(patch, {**v, "status": None}) is None
 
 
 INITIAL = {"key": "initial", "operator": "Equal", "value": "v1", "effect": "NoSchedule"}

@@ -733,10 +733,15 @@ class PodReconciler:
         meta = vpod["metadata"]
         status = translate.status_update(hpod, vpod, self.vcluster_name)
         if status is not None:
+            ops = translate.guarded_status_ops(status, vpod)  # the gates' conditions kept as a controller wrote them
             try:
-                await self.virtual.patch(PODS, meta["name"], status, meta["namespace"], subresource="status",
-                                         uid=meta.get("uid"))
+                await self.virtual.patch(PODS, meta["name"], status if ops is None else ops, meta["namespace"],
+                                         subresource="status", uid=meta.get("uid"),
+                                         patch_type="merge" if ops is None else "json")
             except ApiError as e:
+                if ops is not None:
+                    await self._raise_if_behind(e, self.virtual, meta["namespace"], meta["name"], meta.get("uid"),
+                                                ops)
                 if not (e.not_found or e.other_object):
                     raise  # gone, or another pod of that name now: its own watch event brings it
 
@@ -774,7 +779,7 @@ class PodReconciler:
                 await self.host.patch(PODS, hname, cops, self.host_namespace, patch_type="json", subresource="status",
                                       uid=huid)
             except ApiError as e:
-                await self._raise_if_behind(e, hname, huid, cops)
+                await self._raise_if_behind(e, self.host, self.host_namespace, hname, huid, cops)
                 raise
             what.append("readiness-gate conditions")
         if what:
@@ -806,32 +811,39 @@ class PodReconciler:
             return False
         return True
 
-    async def _raise_if_behind(self, e: ApiError, hname: str, huid: str | None, ops: list[Obj]) -> None:
-        """Classify a failed JSON patch `ops` of host pod `hname` (uid `huid`), which the cache planned: for a 422
-        where a read of the host shows a pod the ops do not apply to, raise `e` as it is when the pod is gone or
-        another one (its watch event brings the rest), CacheBehind when it is ours and changed since the cache saw
-        it. Returns when the failure is the host's own refusal (or not a 422)."""
+    async def _raise_if_behind(self, e: ApiError, client: KubeClient, namespace: str, name: str, uid: str | None,
+                               ops: list[Obj]) -> None:
+        """Classify a failed JSON patch `ops` of pod `namespace/name` (uid `uid`) through `client` (the host's or
+        the virtual cluster's), which the cache planned: for a 422 where a read shows a pod the ops do not apply to,
+        raise `e` as it is when the pod is gone or another one (its watch event brings the rest), CacheBehind when
+        it is the same pod, changed since the cache saw it. Returns when the failure is the server's own refusal
+        (or not a 422)."""
         if e.status != 422:
             return
-        live = await self._live_host_pod(hname, huid)
+        live = await self._live_pod(client, namespace, name, uid)
         if live is None:
             raise e
         if not _applies(ops, live):
-            log.info("host pod %s/%s changed since the cache saw it; the write is planned again from the watch's "
-                     "newer copy", self.host_namespace, hname)
-            raise CacheBehind(f"host pod {self.host_namespace}/{hname} changed since the cache saw it") from e
+            log.info("%s pod %s/%s changed since the cache saw it; the write is planned again from the watch's "
+                     "newer copy", client.cluster, namespace, name)
+            raise CacheBehind(f"{client.cluster} pod {namespace}/{name} changed since the cache saw it") from e
 
     async def _live_host_pod(self, hname: str, huid: str | None) -> Obj | None:
-        """Host pod `hname` as the host API server has it, None when it does not exist or has another uid than
-        `huid` (a rare error path: the cache may be behind). Raises ApiError when the read fails otherwise than
+        """Host pod `hname` as the host API server has it (`_live_pod`)."""
+        return await self._live_pod(self.host, self.host_namespace, hname, huid)
+
+    @staticmethod
+    async def _live_pod(client: KubeClient, namespace: str, name: str, uid: str | None) -> Obj | None:
+        """Pod `namespace/name` as `client`'s API server has it, None when it does not exist or has another uid than
+        `uid` (a rare error path: the cache may be behind). Raises ApiError when the read fails otherwise than
         with 404."""
         try:
-            live = await self.host.get(PODS, hname, self.host_namespace)
+            live = await client.get(PODS, name, namespace)
         except ApiError as e:
             if e.not_found:
                 return None
             raise
-        return live if (live.get("metadata") or {}).get("uid") == huid else None
+        return live if (live.get("metadata") or {}).get("uid") == uid else None
 
     async def _bind(self, vpod: Obj, node: str | None) -> Exception | None:
         """Bind the virtual pod to the host pod's node (`pods/binding`, as a scheduler does) unless it is
@@ -993,7 +1005,7 @@ class PodReconciler:
         except ApiError as e:
             if e.status in (400, 403, 422) and not e.other_object:  # another pod under the name: the cache was behind
                 if written is not None:
-                    await self._raise_if_behind(e, *written)
+                    await self._raise_if_behind(e, self.host, self.host_namespace, *written)
                 msg = f'host rejected pod "{vpod["metadata"]["name"]}": {e.message}'
                 await self.recorder.record(PODS, vpod, "Warning", "SyncError", msg, ACTION)
                 raise HostRejected(msg) from e

@@ -368,6 +368,23 @@ def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
     return {"status": patch} if patch else None
 
 
+def guarded_status_ops(patch: Obj, vpod: Obj) -> list[Obj] | None:
+    """Merge patch `patch` (status_update's) as JSON-patch operations for a pod with readiness gates whose
+    conditions it writes: first a `test` that the virtual pod's `status.conditions` are still those of `vpod` (the
+    cache's), since the list is written whole and a controller in the virtual cluster writes its gate's condition at
+    any time; a write of it since then fails the patch (422) instead of being undone. None when no guard is needed
+    (no gates, conditions not written, or no status yet: then the merge patch as it is)."""
+    status, vs = patch.get("status") or {}, vpod.get("status")
+    if "conditions" not in status or not isinstance(vs, dict) or not gate_types(vpod.get("spec") or {}):
+        return None
+    ops: list[Obj] = [{"op": "test", "path": "/status/conditions", "value": vs["conditions"]}] \
+        if "conditions" in vs else []
+    for f, v in status.items():  # status field names are plain identifiers: no JSON-pointer escape needed
+        ops.append({"op": "remove", "path": f"/status/{f}"} if v is None else
+                   {"op": "add", "path": f"/status/{f}", "value": v})
+    return ops
+
+
 def pod_shape_error(pod: Obj) -> str | None:
     """Why a pod from an API server cannot be translated (None when it can): the fields translation
     reads must have the types the Kubernetes API gives them."""
