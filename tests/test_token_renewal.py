@@ -76,6 +76,9 @@ async def test_tokens_live_the_lifetime_and_are_renewed_at_80_percent(clusters: 
         await eventually(lambda: token_of(annotations(clusters))[1] != first, "the token renewed in place")
         key2, second = token_of(annotations(clusters))
         assert key2 == key  # the same annotation, which the mounted file reads: the kubelet refreshes it
+        # the syncer's cache of host pods keeps which token annotations a pod has, not the tokens (about 1 KB each)
+        cached = syncer.host_pods.full(f"{HOST_NS}/{hname('web')}")
+        assert cached is not None and cached["metadata"]["annotations"][key] == ""
         assert await whoami(clusters.virtual, second) == "system:serviceaccount:default:default"
         assert json.loads(annotations(clusters)[STATE])["renewAt"] == int(clock.wall() + 0.8 * LIFETIME)
         assert renewed(syncer, "renewed") == 1.0

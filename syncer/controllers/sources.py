@@ -5,10 +5,10 @@ read (the rest of a kept field packed as compact JSON; see kube/cache.py).
 | source                                   | kept                                                     |
 |------------------------------------------|----------------------------------------------------------|
 | virtual pods                             | whole; identity, classes, node and start time decoded    |
-| host pods (this vcluster's, by label)    | identity, labels, annotations, container names, images   |
-|                                          | and resources, ephemeral container names, tolerations,   |
-|                                          | scheduling gates, activeDeadlineSeconds, class, node,    |
-|                                          | status                                                   |
+| host pods (this vcluster's, by label)    | identity, labels, annotations (not a token's value),     |
+|                                          | container names, images and resources, ephemeral         |
+|                                          | container names, tolerations, scheduling gates,          |
+|                                          | activeDeadlineSeconds, class, node, status               |
 | host and virtual RuntimeClasses          | whole; identity and labels decoded                       |
 | host PriorityClasses (with their gate)   | whole; identity and labels decoded                       |
 | host ConfigMaps, Secrets, PVCs (and      | metadata only (server-side), then identity and the       |
@@ -36,6 +36,7 @@ from syncer.controllers.podtranslate.references import (
     RESOURCECLAIMTEMPLATE,
     SECRET,
 )
+from syncer.controllers.podtranslate.tokens import TOKEN_ANNOTATION_PREFIX
 from syncer.kube.builder import Slim, Source
 from syncer.kube.resources import (
     CONFIGMAPS,
@@ -153,6 +154,12 @@ def _host_pod(obj: Obj) -> Obj:
     spec = obj.get("spec") or {}
     keep_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels", "annotations",
                                       "deletionTimestamp") if k in meta}
+    ann = keep_meta.get("annotations")
+    if isinstance(ann, dict) and any(k.startswith(TOKEN_ANNOTATION_PREFIX) for k in ann):
+        # A token's value (a JWT of about 1 KB) is never read from the cache: the renewal reads which token
+        # annotations the pod has, the update leaves their values to the host (podupdate._host_owned). Not keeping
+        # it saves a third of a host pod's cached bytes, and keeps the tokens out of the syncer's memory.
+        keep_meta["annotations"] = {k: "" if k.startswith(TOKEN_ANNOTATION_PREFIX) else v for k, v in ann.items()}
     keep_spec: Obj = {f: [{"name": c.get("name"), "image": c.get("image")} for c in spec.get(f) or []
                           if isinstance(c, dict)] for f in ("containers", "initContainers")}
     for kept, c in zip(keep_spec["containers"], [c for c in spec.get("containers") or [] if isinstance(c, dict)],
