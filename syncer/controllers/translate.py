@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jsonpointer import JsonPointer
+
 from syncer.controllers.podtranslate import affinity, downward, environment, hostpath, hosts, metadata, scheduling
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import (
@@ -379,9 +381,9 @@ def guarded_status_ops(patch: Obj, vpod: Obj) -> list[Obj] | None:
         return None
     ops: list[Obj] = [{"op": "test", "path": "/status/conditions", "value": vs["conditions"]}] \
         if "conditions" in vs else []
-    for f, v in status.items():  # status field names are plain identifiers: no JSON-pointer escape needed
-        ops.append({"op": "remove", "path": f"/status/{f}"} if v is None else
-                   {"op": "add", "path": f"/status/{f}", "value": v})
+    for f, v in status.items():
+        path = JsonPointer.from_parts(["status", f]).path
+        ops.append({"op": "remove", "path": path} if v is None else {"op": "add", "path": path, "value": v})
     return ops
 
 
