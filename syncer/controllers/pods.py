@@ -259,6 +259,11 @@ class PodReconciler:
         # unchanged skips the comparison (it was made by the create); popped by the next reconcile of the key. The
         # create's own watch event enqueues nothing (own_writes), unless it arrived before the create returned.
         self._created: dict[str, tuple[str, str, str]] = {}
+        # pods whose host pod this process just updated: key -> the host pod's resourceVersion the update was planned
+        # from. While the cache still holds that version, the update's own watch event (its echo) has not arrived,
+        # and a host write planned from the cache would repeat or undo it (its `test`s fail: a 422 and a read); the
+        # update waits for the echo, which reconciles the key. Popped by the next reconcile of the key.
+        self._updated: dict[str, str] = {}
         self.own_writes = OwnWrites()  # the host pods this process created, by key and resourceVersion
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects or a taken host name, by key
@@ -360,6 +365,7 @@ class PodReconciler:
             return None
         self.own_writes.reconciling(key)  # this reconcile may decide before the echo of an earlier create
         created = self._created.pop(key, None)
+        updated = self._updated.pop(key, None)
         raw = self.virtual_pods.full(key)
         vpod = trust.tenant_pod(raw) if raw is not None else None  # the trust boundary: all below reads only this
         hpod = self.host_pods.full(self.host_key(namespace, name))
@@ -418,6 +424,11 @@ class PodReconciler:
                 return await self._create(vpod, resolution)
             case podplan.Update(decision):
                 assert vpod is not None and hpod is not None
+                if updated is not None and updated == _rv(hpod):  # the echo of this process's last update to come
+                    self._updated[key] = updated
+                    log.debug("pod %s: the cache has not seen the last update of its host pod yet; its echo "
+                              "reconciles the pod", key)
+                    return await self._update(vpod, hpod, decision, unchanged=True)
                 return await self._update(vpod, hpod, decision, unchanged=created == (
                     _rv(vpod), _rv(hpod), _rv(self.namespaces.get(namespace))))
         return None
@@ -757,17 +768,22 @@ class PodReconciler:
                          f"metadata.{k}" for k in plan.virtual_metadata["metadata"] if k != "resourceVersion"))
         if plan.host_ops:
             ops = plan.host_ops
-            await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json",
-                                                            uid=huid), written=(hname, huid, ops))
+            done = await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace,
+                                                                   patch_type="json", uid=huid),
+                                     written=(hname, huid, ops))
+            if _rv(done) != _rv(hpod):  # a patch that changed nothing has no echo to wait for
+                self._updated[object_key(vpod)] = _rv(hpod)
             what += [_changed_field(str(op.get("path"))) for op in ops if op.get("op") != "test"]
         if plan.ephemeral:
             have = bool(hpod["spec"].get("ephemeralContainers"))
             eph = ([{"op": "add", "path": "/spec/ephemeralContainers/-", "value": c} for c in plan.ephemeral] if have
                    else [{"op": "add", "path": "/spec/ephemeralContainers", "value": plan.ephemeral}])
             if await self._write_subresource(vpod, hname, huid, "ephemeralcontainers", eph):
+                self._updated[object_key(vpod)] = _rv(hpod)
                 what += [f"ephemeral container {c.get('name')}" for c in plan.ephemeral]
         resize = podupdate.resize_ops(hpod, plan.resize)
         if resize and await self._write_subresource(vpod, hname, huid, "resize", resize):
+            self._updated[object_key(vpod)] = _rv(hpod)
             what += [f"resources of container {c['name']}" for c in plan.resize]
         if plan.host_condition_ops:
             # not through _write: a refusal of the status is not the tenant's to fix; a `test` that no longer holds
@@ -779,6 +795,7 @@ class PodReconciler:
             except ApiError as e:
                 await self._raise_if_behind(e, self.host, self.host_namespace, hname, huid, cops)
                 raise
+            self._updated[object_key(vpod)] = _rv(hpod)
             what.append("readiness-gate conditions")
         if what:
             self.metrics.pods_synced.labels(decision.runtime_class).inc()
