@@ -169,9 +169,9 @@ class HostRejected(ReconcileError):
 
 
 class CacheBehind(ReconcileError):
-    """A host write planned from a cache that is behind the host no longer applies to the host pod (a `test` of a
-    value the host changed since, a key it removed: kube-apiserver's generic 422 of `applyJSPatch`); logged once
-    at info, retried with backoff, by when the watch has brought the change (like a 409 Conflict)."""
+    """A pod write planned from a cache that is behind its API server no longer applies to the pod (a `test` of a
+    value written since, a key removed since: kube-apiserver's generic 422 of `applyJSPatch`); logged at info where
+    it is found, retried with backoff, by when the watch has brought the change (like a 409 Conflict)."""
 
     quiet = True
 
@@ -748,11 +748,12 @@ class PodReconciler:
                                          subresource="status", uid=meta.get("uid"),
                                          patch_type="merge" if ops is None else "json")
             except ApiError as e:
+                if e.not_found or e.other_object:
+                    return  # gone, or another pod of that name now: its own watch event brings it
                 if ops is not None:
                     await self._raise_if_behind(e, self.virtual, meta["namespace"], meta["name"], meta.get("uid"),
                                                 ops)
-                if not (e.not_found or e.other_object):
-                    raise  # gone, or another pod of that name now: its own watch event brings it
+                raise
 
     async def _apply_update(self, vpod: Obj, hpod: Obj, plan: podupdate.PodUpdate,
                             decision: gate.GateDecision) -> None:
@@ -1047,8 +1048,9 @@ class PodReconciler:
 
 
 def _applies(ops: list[Obj], live: Obj) -> bool:
-    """Whether JSON patch `ops` applies to host pod `live`: every `test` holds and every path exists (RFC 6902,
-    with the `jsonpatch` library as kube-apiserver's `applyJSPatch` with evanphx/json-patch)."""
+    """Whether JSON patch `ops` applies to pod `live` as an API server answered it: every `test` holds and every
+    path exists (RFC 6902, with the `jsonpatch` library as kube-apiserver's `applyJSPatch` with
+    evanphx/json-patch)."""
     import jsonpatch  # a rare error path: not among the imports every start pays (difflib and its own, 7 ms)
 
     try:
