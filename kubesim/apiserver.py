@@ -23,7 +23,7 @@ import json
 import logging
 import secrets
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,35 @@ _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 # name the resourceVersion it replaces (kubernetes pkg/registry/node/runtimeclass/strategy.go and
 # pkg/registry/coordination/lease/strategy.go; the others served here allow it and take the stored version)
 _CONDITIONAL_UPDATE_ONLY = (RUNTIMECLASSES, LEASES)
+
+
+# The characters Go's encoding/json writes as `\\u` escapes in strings (HTML-safe: `HTMLEscape`, and the JavaScript
+# line terminators), which kube-apiserver's encoding of the stored object therefore holds escaped.
+GO_ESCAPED = ("&", "<", ">", "\u2028", "\u2029")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _go_unequal_test(ops: Any, raw: bytes) -> bool:
+    """Whether JSON patch `ops`, sent as the bytes `raw`, has a `test` that kube-apiserver before 1.35 finds unequal
+    whatever the values: gopkg.in/evanphx/json-patch.v4 v4.12.0 (`lazyNode.equal`) compares a string's bytes as the
+    patch wrote them with the server's own encoding of the object, so a tested string holding a character of
+    GO_ESCAPED that the patch writes as it is (not `\\u0026`...) never tests equal (v4.13.0, in 1.35, decodes
+    strings first). Approximated: such a character anywhere in the raw patch."""
+    if not isinstance(ops, list):
+        return False
+    tested = {c for op in ops if isinstance(op, dict) and op.get("op") == "test"
+              for s in _strings(op.get("value")) for c in GO_ESCAPED if c in s}
+    return any(c.encode() in raw for c in tested)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -808,6 +837,8 @@ class EmbeddedAPIServer:
             raise not_found(res, name)
         if ctype == "application/json-patch+json":
             try:
+                if self.minor < 35 and _go_unequal_test(body, await request.read()):
+                    raise jsonpatch.JsonPatchTestFailed("a test of a string written otherwise than Go writes it")
                 patched = jsonpatch.apply_patch(old, body)
             except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError):
                 # kubernetes' patch.go applyJSPatch: any failure to apply (a failed `test`, a missing path) is

@@ -2,8 +2,8 @@
 
 A fault matches requests by Kubernetes verb (get, list, watch, create, update, patch, delete,
 deletecollection), resource plural and, optionally, a substring of the client's user agent (None
-matches any), and either fails them with an HTTP status (optionally with `Retry-After`) or delays
-them, for the next `times` matching requests.
+matches any), and either fails them with an HTTP status (optionally with `Retry-After`), delays
+them, or holds them until the test releases them, for the next `times` matching requests.
 """
 
 from __future__ import annotations
@@ -27,7 +27,13 @@ class Fault:
     message: str = ""
     agent: str | None = None
     hits: int = 0
+    held: bool = False
     _hit: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    _released: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def release(self) -> None:
+        """Let the requests a `held` fault holds (and any later match) go on."""
+        self._released.set()
 
     async def wait_hits(self, n: int) -> None:
         """Wait until this fault has been applied at least `n` times."""
@@ -42,10 +48,13 @@ class Fault:
                 and (self.agent is None or self.agent in agent))
 
     async def apply(self) -> None:
-        """Delay, then fail if a status is set. Raises StatusError with the configured status."""
+        """Hold until released (a `held` fault), delay, then fail if a status is set. Raises StatusError with the
+        configured status."""
         self.times -= 1
         self.hits += 1
         self._hit.set()
+        if self.held:
+            await self._released.wait()
         if self.latency:
             await asyncio.sleep(self.latency)
         if self.status:
@@ -71,6 +80,14 @@ class FaultInjector:
               times: int = 1, agent: str | None = None) -> Fault:
         """Delay the next `times` matching requests by `seconds`."""
         fault = Fault(verb, resource, 0, times, latency=seconds, agent=agent)
+        self.armed.append(fault)
+        return fault
+
+    def hold(self, *, verb: str | None = None, resource: str | None = None, times: int = 1,
+             agent: str | None = None) -> Fault:
+        """Hold the next `times` matching requests, before they touch storage, until `Fault.release()`: a test
+        makes another client's write land while a controller's write is on its way."""
+        fault = Fault(verb, resource, 0, times, held=True, agent=agent)
         self.armed.append(fault)
         return fault
 

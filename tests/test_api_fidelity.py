@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import aiohttp
 import pytest
 
 from kubesim.tokens import whoami
@@ -396,6 +397,28 @@ async def test_owner_references_need_their_four_fields(clusters: Clusters) -> No
         await clusters.host.create(PODS, bad, NS)
     assert err.value.message == ('Pod "p" is invalid: metadata.ownerReferences.apiVersion: Invalid value: "apps/": '
                                  "version must not be empty")
+
+
+@pytest.mark.parametrize(("minor", "literal_holds"), [(32, False), (34, False), (35, True)])
+async def test_a_json_patch_test_of_a_string_compares_as_kube_apiserver_does(clusters: Clusters, minor: int,
+                                                                            literal_holds: bool) -> None:
+    # gopkg.in/evanphx/json-patch.v4 v4.12.0 (lazyNode.equal), kube-apiserver's before 1.35, compares a tested
+    # string's bytes as the patch wrote them with the server's encoding of the object, where Go's encoding/json
+    # writes & < > U+2028 U+2029 as \u escapes; v4.13.0 (Kubernetes 1.35) decodes both strings first
+    clusters.host_server.minor = minor
+    p = pod("p")
+    p["metadata"]["annotations"] = {"link": "https://x.example/?a=1&b=<2>"}
+    await clusters.host.create(PODS, p, NS)
+    url = f"{clusters.host_server.url}/api/v1/namespaces/{NS}/pods/p"
+    headers = {"Content-Type": "application/json-patch+json"}
+    test = b'[{"op":"test","path":"/metadata/annotations/link","value":'
+    as_go = test + b'"https://x.example/?a=1\\u0026b=\\u003c2\\u003e"}]'
+    literal = test + b'"https://x.example/?a=1&b=<2>"}]'
+    async with aiohttp.ClientSession() as http:
+        async with http.patch(url, data=as_go, headers=headers) as r:
+            assert r.status == 200
+        async with http.patch(url, data=literal, headers=headers) as r:
+            assert r.status == (200 if literal_holds else 422)
 
 
 async def test_a_json_patch_that_does_not_apply_is_refused_with_kube_apiservers_words(clusters: Clusters) -> None:

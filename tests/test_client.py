@@ -1,10 +1,14 @@
-"""The REST client's proxy choice, resolved once per client (client-go's ProxyFromEnvironment)."""
+"""The REST client's proxy choice, resolved once per client (client-go's ProxyFromEnvironment), and how it writes
+JSON patches."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from syncer.kube.client import proxy_for
+from syncer.kube.jsonutil import dumps_go
 
 
 def test_kubeconfig_proxy_url_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,3 +37,12 @@ def test_no_proxy_without_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
     assert proxy_for("https://10.96.0.1:443", None) is None
+
+
+def test_json_patches_are_written_as_go_writes_json() -> None:
+    # Go's encoding/json (json.Marshal): "String values encode as JSON strings ... the string is encoded using
+    # HTMLEscape, which replaces "<", ">", "&", U+2028, and U+2029 are escaped to "\u003c","\u003e", "\u0026",
+    # "\u2028", and "\u2029"" (go doc encoding/json Marshal); everything else as orjson writes it
+    value = {"a": "x&y<z>\u2028\u2029\u00e9\n\x01\"\\/"}
+    assert dumps_go(value) == b'{"a":"x\\u0026y\\u003cz\\u003e\\u2028\\u2029\xc3\xa9\\n\\u0001\\"\\\\/"}'
+    assert json.loads(dumps_go(value)) == value

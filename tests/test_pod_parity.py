@@ -93,6 +93,27 @@ async def test_a_host_write_between_the_syncers_read_and_its_write_is_kept(clust
                          == 'app="web2"\nmesh="on"', "the base holding the host's label")
 
 
+async def test_an_annotation_holding_an_ampersand_is_changed_on_a_host_before_1_35(clusters: Clusters) -> None:
+    # The change of an annotation tests its old value first. A host before 1.35 compares a tested string byte for
+    # byte with its own (Go's) encoding of the pod, which writes & < > as \u escapes (evanphx/json-patch v4.12.0), so
+    # the patch must write them so too; otherwise every change of such an annotation (a URL with a query) is a 422,
+    # told to the tenant as a refusal, and the pod's other changes never reach the host with it.
+    assert clusters.host_server.minor < 35
+    async with running_syncer(clusters, rc_config()) as syncer:
+        p = pod("web")
+        p["metadata"]["annotations"] = {"dashboard": "https://grafana.example/d?var-pod=web&from=now-1h"}
+        await clusters.virtual.create(PODS, p, "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "b"}, "annotations": {
+            "dashboard": "https://grafana.example/d?var-pod=web&from=now-6h"}}}, "default")
+        await eventually(lambda: host(clusters, "web")["metadata"]["annotations"]["dashboard"].endswith("now-6h")
+                         and host(clusters, "web")["metadata"]["labels"].get("tier") == "b",
+                         "the changed annotation and the label on the host")
+        events = (await clusters.virtual.list(EVENTS, "default"))["items"]
+        assert [e["message"] for e in events if e.get("reason") == "SyncError"] == []
+
+
 async def test_a_host_change_of_the_same_key_in_between_is_retried_not_told_as_a_refusal(
         clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
     # The host changes the very label the tenant changes while the syncer's cache is behind: the write planned from
@@ -170,10 +191,113 @@ async def test_rapid_changes_wait_for_the_echo_of_the_syncers_own_update(
     assert host(clusters, "web")["metadata"]["annotations"]["vcluster.loft.sh/labels"] == 'rev="29"'
 
 
+async def test_a_gate_condition_write_that_changes_nothing_on_the_host_does_not_hold_later_updates(
+        clusters: Clusters) -> None:
+    # A 1.34 virtual cluster writes a condition's observedGeneration; a 1.32 host drops it (its
+    # PodObservedGenerationTracking is off: dropDisabledPodStatusFields), so the syncer's write of the gate's
+    # condition changes nothing there: no new resourceVersion, no watch event. The next update must not wait for
+    # an echo that never comes, or the tenant's later changes never reach the host pod.
+    clusters.virtual_server.minor = 34
+    assert clusters.host_server.minor < 34
+    gate = {"type": "example.com/lb", "status": "True", "observedGeneration": 1}
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": gate["type"]}]), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "True"}]}}, HOST_NS, subresource="status")
+        await eventually(lambda: condition(vstored(clusters, "web"), "PodScheduled").get("status") == "True",
+                         "the host's conditions on the virtual pod")
+        await syncer.wait_idle()
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
+            *vstored(clusters, "web")["status"]["conditions"], gate]}}, "default", subresource="status")
+        await eventually(lambda: condition(host(clusters, "web"), gate["type"]) == {"type": gate["type"],
+                                                                                    "status": "True"},
+                         "the gate's condition on the host, without the field it drops")
+        await syncer.wait_idle()
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "b"}}}, "default")
+        await eventually(lambda: host(clusters, "web")["metadata"]["labels"].get("tier") == "b",
+                         "the tenant's later label on the host")
+
+
+async def test_a_gate_condition_is_not_added_twice_when_the_kubelet_wrote_while_it_was_on_its_way(
+        clusters: Clusters) -> None:
+    # The syncer adds the gate's condition (held on its way to the host); the kubelet writes the conditions
+    # meanwhile, and the cache sees that before the syncer's own write. The next reconcile plans from a cache
+    # without the condition the syncer added: an append must test the list it appends to, or the condition is
+    # there twice, and the kubelet, which reads the first, keeps seeing the stale one.
+    clock = FakeClock()
+    scheduled = {"type": "PodScheduled", "status": "True"}
+    containers = {"type": "ContainersReady", "status": "False"}
+    gate = {"type": "example.com/lb", "status": "False"}
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": gate["type"]}]), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [scheduled]}},
+                                  HOST_NS, subresource="status")
+        await eventually(lambda: condition(vstored(clusters, "web"), "PodScheduled") == scheduled,
+                         "the host's conditions on the virtual pod")
+        await syncer.wait_idle()
+        held = clusters.host_server.faults.hold(verb="patch", resource="pods/status", agent=DEFAULT_USER_AGENT)
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
+            *vstored(clusters, "web")["status"]["conditions"], gate]}}, "default", subresource="status")
+        await held.wait_hits(1)  # the syncer's add of the gate's condition, not applied yet
+        await clusters.host.patch(PODS, hname("web"), {"status": {"conditions": [scheduled, containers]}}, HOST_NS,
+                                  subresource="status")
+        kubelets = host(clusters, "web")["metadata"]["resourceVersion"]
+        hkey = f"{HOST_NS}/{hname('web')}"
+        await eventually(lambda: (syncer.host_pods.full(hkey) or {}).get("metadata", {}).get("resourceVersion")
+                         == kubelets, "the kubelet's write in the syncer's cache")
+        await hold_watch_down(clusters.host_server, "pods")  # the syncer's own write not seen yet
+        held.release()
+        await eventually(lambda: condition(host(clusters, "web"), gate["type"]) == gate, "the gate's condition added")
+        await syncer.wait_idle()
+        clock.advance(60)  # the watch back, and any retry's backoff over
+        await syncer.wait_idle()
+        assert host(clusters, "web")["status"]["conditions"] == [scheduled, containers, gate]
+
+
+async def test_a_debug_container_added_again_from_a_cache_behind_the_add_is_no_refusal(clusters: Clusters) -> None:
+    # As above for `kubectl debug`: the syncer's add of the debug container is held on its way; a host write lands
+    # meanwhile and the cache sees it before the add. The next reconcile plans the add again, which the host refuses
+    # (the name is there already: 422): the syncer's own earlier write, not a refusal for the tenant.
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await clusters.virtual.patch(PODS, "web", [{"op": "add", "path": "/spec/ephemeralContainers", "value": [
+            {"name": "first", "image": "busybox:1.36"}]}], "default", patch_type="json",
+            subresource="ephemeralcontainers")
+        await eventually(lambda: [c["name"] for c in host(clusters, "web")["spec"].get("ephemeralContainers") or []]
+                         == ["first"], "the first debug container on the host pod")
+        await syncer.wait_idle()
+        held = clusters.host_server.faults.hold(verb="patch", resource="pods/ephemeralcontainers",
+                                                agent=DEFAULT_USER_AGENT)
+        await clusters.virtual.patch(PODS, "web", [{"op": "add", "path": "/spec/ephemeralContainers/-", "value": {
+            "name": "debugger", "image": "busybox:1.36"}}], "default", patch_type="json",
+            subresource="ephemeralcontainers")
+        await held.wait_hits(1)  # the syncer's add of the second, appended to the list, not applied yet
+        await clusters.host.patch(PODS, hname("web"), {"metadata": {"labels": {"mesh": "on"}}}, HOST_NS)
+        meshed = host(clusters, "web")["metadata"]["resourceVersion"]
+        hkey = f"{HOST_NS}/{hname('web')}"
+        await eventually(lambda: (syncer.host_pods.full(hkey) or {}).get("metadata", {}).get("resourceVersion")
+                         == meshed, "the host's label in the syncer's cache")
+        await hold_watch_down(clusters.host_server, "pods")  # the syncer's own add not seen yet
+        held.release()
+        await eventually(lambda: [c["name"] for c in host(clusters, "web")["spec"].get("ephemeralContainers") or []]
+                         == ["first", "debugger"], "the second debug container on the host pod")
+        await syncer.wait_idle()
+        clock.advance(60)
+        await syncer.wait_idle()
+        events = (await clusters.virtual.list(EVENTS, "default"))["items"]
+        assert [e["message"] for e in events if e.get("reason") == "SyncError"] == []
+        assert [c["name"] for c in host(clusters, "web")["spec"]["ephemeralContainers"]] == ["first", "debugger"]
+
+
 async def test_a_gate_condition_written_from_a_stale_cache_keeps_the_kubelets_conditions(clusters: Clusters) -> None:
-    # The kubelet writes the host pod's conditions at any time. A gate's condition the syncer writes while its
-    # cache is behind (the watch down, on the injected clock) is written alone; a write of the whole list, taken
-    # from the cache, would set the kubelet's newer ContainersReady back to False until its next status sync.
+    # The kubelet writes the host pod's conditions at any time. A gate's condition the syncer adds while its cache
+    # is behind (the watch down, on the injected clock) is written alone, after a test of the list it appends to,
+    # which fails here and is retried once the watch is back; a write of the whole list, taken from the cache, would
+    # set the kubelet's newer ContainersReady back to False until its next status sync.
     clock = FakeClock()
     gate = {"type": "example.com/lb", "status": "True"}
     async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
@@ -189,10 +313,17 @@ async def test_a_gate_condition_written_from_a_stale_cache_keeps_the_kubelets_co
         await hold_watch_down(clusters.host_server, "pods")
         await clusters.host.patch(PODS, hname("web"), {"status": {"conditions": [
             scheduled, {"type": "ContainersReady", "status": "True"}]}}, HOST_NS, subresource="status")
+        seen = len(clusters.host_server.requests)
         await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
             *vstored(clusters, "web")["status"]["conditions"], gate]}}, "default", subresource="status")
+        path = f"/api/v1/namespaces/{HOST_NS}/pods/{hname('web')}/status"
+        await eventually(lambda: ("PATCH", path, DEFAULT_USER_AGENT) in clusters.host_server.requests[seen:],
+                         "the gate's condition written from the stale cache")
+        await syncer.wait_idle()
+        assert host(clusters, "web")["status"]["conditions"][1] == {"type": "ContainersReady", "status": "True"}
+        clock.advance(60)  # the watch back, and the retry's backoff over
         await eventually(lambda: condition(host(clusters, "web"), "example.com/lb") == gate,
-                         "the gate's condition on the host, written from the stale cache")
+                         "the gate's condition on the host")
         assert host(clusters, "web")["status"]["conditions"] == [
             scheduled, {"type": "ContainersReady", "status": "True"}, gate]
 

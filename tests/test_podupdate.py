@@ -249,8 +249,9 @@ def test_readiness_gate_conditions_go_to_the_host_and_stay_on_the_virtual_pod() 
                    "readinessGates": [{"conditionType": "example.com/lb"}]}, status={"conditions": [gate]})
     host = {**synced(v), "status": {"phase": "Running", "conditions": [ready]}}
     plan = plan_update(synced(v), host, v, vcluster_name=VC)
-    # the gate's condition alone: the kubelet's (Ready) are not written from the cache
-    assert plan.host_condition_ops == [{"op": "add", "path": "/status/conditions/-", "value": gate}]
+    # the gate's condition alone, appended to the list as the cache holds it: the kubelet's (Ready) are not written
+    assert plan.host_condition_ops == [{"op": "test", "path": "/status/conditions", "value": [ready]},
+                                       {"op": "add", "path": "/status/conditions/-", "value": gate}]
     # the status copy back keeps the gate's condition of the virtual pod
     assert status_update(host, v) == {"status": {"phase": "Running", "conditions": [ready, gate]}}
     host["status"]["conditions"] = [ready, gate]

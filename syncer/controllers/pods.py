@@ -772,60 +772,68 @@ class PodReconciler:
             done = await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace,
                                                                    patch_type="json", uid=huid),
                                      written=(hname, huid, ops))
-            if _rv(done) != _rv(hpod):  # a patch that changed nothing has no echo to wait for
-                self._updated[object_key(vpod)] = _rv(hpod)
+            self._wait_for_echo(vpod, hpod, done)
             what += [_changed_field(str(op.get("path"))) for op in ops if op.get("op") != "test"]
         if plan.ephemeral:
             have = bool(hpod["spec"].get("ephemeralContainers"))
             eph = ([{"op": "add", "path": "/spec/ephemeralContainers/-", "value": c} for c in plan.ephemeral] if have
                    else [{"op": "add", "path": "/spec/ephemeralContainers", "value": plan.ephemeral}])
-            if await self._write_subresource(vpod, hname, huid, "ephemeralcontainers", eph):
-                self._updated[object_key(vpod)] = _rv(hpod)
+            if (added := await self._write_subresource(vpod, hname, huid, "ephemeralcontainers", eph)) is not None:
+                self._wait_for_echo(vpod, hpod, added)
                 what += [f"ephemeral container {c.get('name')}" for c in plan.ephemeral]
         resize = podupdate.resize_ops(hpod, plan.resize)
-        if resize and await self._write_subresource(vpod, hname, huid, "resize", resize):
-            self._updated[object_key(vpod)] = _rv(hpod)
+        if resize and (resized := await self._write_subresource(vpod, hname, huid, "resize", resize)) is not None:
+            self._wait_for_echo(vpod, hpod, resized)
             what += [f"resources of container {c['name']}" for c in plan.resize]
         if plan.host_condition_ops:
             # not through _write: a refusal of the status is not the tenant's to fix; a `test` that no longer holds
             # (the kubelet wrote the conditions since the cache saw them) is retried from the fresh cache
             cops = plan.host_condition_ops
             try:
-                await self.host.patch(PODS, hname, cops, self.host_namespace, patch_type="json", subresource="status",
-                                      uid=huid)
+                gated = await self.host.patch(PODS, hname, cops, self.host_namespace, patch_type="json",
+                                              subresource="status", uid=huid)
             except ApiError as e:
                 await self._raise_if_behind(e, self.host, self.host_namespace, hname, huid, cops)
                 raise
-            self._updated[object_key(vpod)] = _rv(hpod)
+            self._wait_for_echo(vpod, hpod, gated)
             what.append("readiness-gate conditions")
         if what:
             self.metrics.pods_synced.labels(decision.runtime_class).inc()
             log.info("updated host pod %s/%s from virtual pod %s/%s: %s changed", self.host_namespace, hname,
                      meta["namespace"], meta["name"], ", ".join(dict.fromkeys(what)))
 
+    def _wait_for_echo(self, vpod: Obj, hpod: Obj, written: Obj) -> None:
+        """After a write to host pod `hpod` (as the cache held it) that the server answered with `written`: until
+        the cache holds a newer version, the next reconcile of `vpod` plans no host write (`_updated`). A write
+        that changed nothing (the same resourceVersion: a status field the host drops, say) has no echo to wait
+        for."""
+        if _rv(written) != _rv(hpod):
+            self._updated[object_key(vpod)] = _rv(hpod)
+
     async def _write_subresource(self, vpod: Obj, hname: str, huid: str | None, subresource: str,
-                                 ops: list[Obj]) -> bool:
+                                 ops: list[Obj]) -> Obj | None:
         """JSON-patch host pod `hname`'s `subresource` (`ephemeralcontainers`, `resize`), naming the uid `huid` of
         the host pod the cache holds: both strategies keep the patched uid (`dropNonEphemeralContainerUpdates`,
         `dropNonResizeUpdates` in kubernetes' pkg/registry/core/pod/strategy.go), so `BeforeUpdate`'s common-field
         validation refuses another pod put under the name (422, metadata.uid is immutable). A host API server that
         does not serve it (404 while the pod exists: `pods/resize` came with Kubernetes 1.33) is logged once and
         skipped from then on, so that the rest of the pod stays in sync; whether the pod exists is read from the
-        host, not the cache, which still holds a pod deleted a moment ago. True when written."""
+        host, not the cache, which still holds a pod deleted a moment ago. Returns the pod as written, None when
+        not written."""
         if subresource in self._unserved:
-            return False
+            return None
         try:
-            await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace, patch_type="json",
-                                                            subresource=subresource, uid=huid),
-                              written=(hname, huid, ops))
+            return await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace,
+                                                                   patch_type="json", subresource=subresource,
+                                                                   uid=huid),
+                                     written=(hname, huid, ops))
         except ApiError as e:
             if not e.not_found or await self._live_host_pod(hname, huid) is None:
                 raise  # a 404 of a pod gone (or replaced) since the cache saw it: its watch event brings the rest
             self._unserved.add(subresource)
             log.warning("the host API server does not serve pods/%s (%s); changes that need it are not synced to "
                         "host pods", subresource, e)
-            return False
-        return True
+            return None
 
     async def _raise_if_behind(self, e: ApiError, client: KubeClient, namespace: str, name: str, uid: str | None,
                                ops: list[Obj]) -> None:
@@ -1050,14 +1058,17 @@ class PodReconciler:
 def _applies(ops: list[Obj], live: Obj) -> bool:
     """Whether JSON patch `ops` applies to pod `live` as an API server answered it: every `test` holds and every
     path exists (RFC 6902, with the `jsonpatch` library as kube-apiserver's `applyJSPatch` with
-    evanphx/json-patch)."""
+    evanphx/json-patch), and the result does not hold an ephemeral container twice (a debug container the syncer
+    added already, which a cache behind that write plans to add again; kube-apiserver's validation refuses the
+    duplicate name, 422, which is no refusal for the tenant to see)."""
     import jsonpatch  # a rare error path: not among the imports every start pays (difflib and its own, 7 ms)
 
     try:
-        jsonpatch.apply_patch(live, ops)
+        result = jsonpatch.apply_patch(live, ops)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
         return False
-    return True
+    names = [c.get("name") for c in (result.get("spec") or {}).get("ephemeralContainers") or [] if isinstance(c, dict)]
+    return len(names) == len(set(names))
 
 
 def _changed_field(path: str) -> str:

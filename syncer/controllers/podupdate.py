@@ -232,7 +232,8 @@ def host_gate_condition_ops(vpod: Obj, host: Obj) -> list[Obj]:
     virtual pod's, [] when they already agree (or the pod has no gates). Each condition is written alone, the one
     the host has replaced after a `test` that its index still holds it as the cache does: the kubelet writes the
     pod's other conditions at any time, and a write of the whole list would undo one made since the cache saw the
-    pod."""
+    pod. One the host lacks is appended after a `test` of the whole list as the cache holds it: a cache behind the
+    syncer's own earlier append would otherwise add the condition twice (the kubelet reads the first)."""
     types = translate.gate_types(vpod.get("spec") or {})
     if not types:
         return []
@@ -243,6 +244,8 @@ def host_gate_condition_ops(vpod: Obj, host: Obj) -> list[Obj]:
         return [{"op": "add", "path": "/status/conditions", "value": want}] if want else []
     index = {c.get("type"): i for i, c in enumerate(current) if isinstance(c, dict)}
     ops: list[Obj] = []
+    if any(c.get("type") not in index for c in want):
+        ops.append({"op": "test", "path": "/status/conditions", "value": current})
     for c in want:
         i = index.get(c.get("type"))
         if i is None:

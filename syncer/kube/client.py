@@ -305,7 +305,7 @@ class KubeClient:
             resp = await self._session.request(
                 method, url, headers=headers, timeout=timeout, proxy=self._proxy, proxy_headers=self._proxy_headers,
                 server_hostname=self._server_hostname,
-                data=None if body is None else jsonutil.dumps(body))
+                data=None if body is None else body if isinstance(body, bytes) else jsonutil.dumps(body))
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise ApiError(0, "ConnectionError", str(e) or type(e).__name__, cluster=self.cluster, verb=verb,
                            resource=label) from e
@@ -408,7 +408,10 @@ class KubeClient:
                 patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "uid": uid}}
             else:
                 raise ValueError(f"a uid precondition needs a merge, strategic or JSON patch, not {patch_type}")
-        return await self._json("patch", res, "PATCH", res.path(namespace, name, subresource), body=patch,
+        # a JSON patch is written as Go writes JSON: its `test`s of strings then hold on a kube-apiserver that
+        # compares them byte for byte (jsonutil.dumps_go)
+        body = jsonutil.dumps_go(patch) if patch_type == "json" else patch
+        return await self._json("patch", res, "PATCH", res.path(namespace, name, subresource), body=body,
                                 content_type=PATCH_TYPES[patch_type], subresource=subresource)
 
     async def delete(self, res: APIResource, name: str, namespace: str | None = None, *, uid: str | None = None,
