@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from kubesim.faults import Fault
 from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICES
+from syncer.manager import Syncer
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, hold_watch_down, pod, rc, rc_config, running_syncer
 from tests.test_pod_lifecycle import kubelet, running, virtual_pod
 from tests.test_pod_sync import hname, host_pods
@@ -35,6 +37,35 @@ def vstored(c: Clusters, name: str, ns: str = "default") -> Obj:
 
 def condition(p: Obj, kind: str) -> Obj:
     return next((x for x in (p.get("status") or {}).get("conditions") or [] if x.get("type") == kind), {})
+
+
+GATE = "example.com/lb"
+
+
+async def gated_web(c: Clusters, host_conditions: list[Obj]) -> None:
+    """Create virtual pod default/web with a readiness gate of type GATE, give its host pod `host_conditions` (as
+    the kubelet would) and wait until the virtual pod shows them."""
+    await c.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": GATE}]), "default")
+    await host_pods(c, lambda o: hname("web") in o, "web on the host")
+    await c.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": host_conditions}}, HOST_NS,
+                       subresource="status")
+    await eventually(lambda: all(condition(vstored(c, "web"), x["type"]) == x for x in host_conditions),
+                     "the host's conditions on the virtual pod")
+
+
+async def cache_behind_own_write(c: Clusters, syncer: Syncer, held: Fault, host_write: Obj,
+                                 subresource: str | None = None) -> None:
+    """With the syncer's write to host pod web held on its way (`held`, already hit): make another writer's merge
+    patch `host_write`, wait until the syncer's cache holds it, then hold the host pod watch down (on the injected
+    clock) and let the syncer's write go: the cache is then newer than what the write was planned from, and older
+    than the write."""
+    await c.host.patch(PODS, hname("web"), host_write, HOST_NS, subresource=subresource)
+    rv = host(c, "web")["metadata"]["resourceVersion"]
+    key = f"{HOST_NS}/{hname('web')}"
+    await eventually(lambda: (syncer.host_pods.full(key) or {}).get("metadata", {}).get("resourceVersion") == rv,
+                     "the other writer's write in the syncer's cache")
+    await hold_watch_down(c.host_server, "pods")
+    held.release()
 
 
 async def test_labels_and_annotations_travel_both_ways(clusters: Clusters) -> None:
@@ -201,12 +232,7 @@ async def test_a_gate_condition_write_that_changes_nothing_on_the_host_does_not_
     assert clusters.host_server.minor < 34
     gate = {"type": "example.com/lb", "status": "True", "observedGeneration": 1}
     async with running_syncer(clusters, rc_config()) as syncer:
-        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": gate["type"]}]), "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
-        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [
-            {"type": "PodScheduled", "status": "True"}]}}, HOST_NS, subresource="status")
-        await eventually(lambda: condition(vstored(clusters, "web"), "PodScheduled").get("status") == "True",
-                         "the host's conditions on the virtual pod")
+        await gated_web(clusters, [{"type": "PodScheduled", "status": "True"}])
         await syncer.wait_idle()
         await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
             *vstored(clusters, "web")["status"]["conditions"], gate]}}, "default", subresource="status")
@@ -230,25 +256,14 @@ async def test_a_gate_condition_is_not_added_twice_when_the_kubelet_wrote_while_
     containers = {"type": "ContainersReady", "status": "False"}
     gate = {"type": "example.com/lb", "status": "False"}
     async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
-        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": gate["type"]}]), "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
-        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [scheduled]}},
-                                  HOST_NS, subresource="status")
-        await eventually(lambda: condition(vstored(clusters, "web"), "PodScheduled") == scheduled,
-                         "the host's conditions on the virtual pod")
+        await gated_web(clusters, [scheduled])
         await syncer.wait_idle()
         held = clusters.host_server.faults.hold(verb="patch", resource="pods/status", agent=DEFAULT_USER_AGENT)
         await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
             *vstored(clusters, "web")["status"]["conditions"], gate]}}, "default", subresource="status")
         await held.wait_hits(1)  # the syncer's add of the gate's condition, not applied yet
-        await clusters.host.patch(PODS, hname("web"), {"status": {"conditions": [scheduled, containers]}}, HOST_NS,
-                                  subresource="status")
-        kubelets = host(clusters, "web")["metadata"]["resourceVersion"]
-        hkey = f"{HOST_NS}/{hname('web')}"
-        await eventually(lambda: (syncer.host_pods.full(hkey) or {}).get("metadata", {}).get("resourceVersion")
-                         == kubelets, "the kubelet's write in the syncer's cache")
-        await hold_watch_down(clusters.host_server, "pods")  # the syncer's own write not seen yet
-        held.release()
+        await cache_behind_own_write(clusters, syncer, held, {"status": {"conditions": [scheduled, containers]}},
+                                     "status")
         await eventually(lambda: condition(host(clusters, "web"), gate["type"]) == gate, "the gate's condition added")
         await syncer.wait_idle()
         clock.advance(60)  # the watch back, and any retry's backoff over
@@ -276,13 +291,7 @@ async def test_a_debug_container_added_again_from_a_cache_behind_the_add_is_no_r
             "name": "debugger", "image": "busybox:1.36"}}], "default", patch_type="json",
             subresource="ephemeralcontainers")
         await held.wait_hits(1)  # the syncer's add of the second, appended to the list, not applied yet
-        await clusters.host.patch(PODS, hname("web"), {"metadata": {"labels": {"mesh": "on"}}}, HOST_NS)
-        meshed = host(clusters, "web")["metadata"]["resourceVersion"]
-        hkey = f"{HOST_NS}/{hname('web')}"
-        await eventually(lambda: (syncer.host_pods.full(hkey) or {}).get("metadata", {}).get("resourceVersion")
-                         == meshed, "the host's label in the syncer's cache")
-        await hold_watch_down(clusters.host_server, "pods")  # the syncer's own add not seen yet
-        held.release()
+        await cache_behind_own_write(clusters, syncer, held, {"metadata": {"labels": {"mesh": "on"}}})
         await eventually(lambda: [c["name"] for c in host(clusters, "web")["spec"].get("ephemeralContainers") or []]
                          == ["first", "debugger"], "the second debug container on the host pod")
         await syncer.wait_idle()
@@ -301,14 +310,8 @@ async def test_a_gate_condition_written_from_a_stale_cache_keeps_the_kubelets_co
     clock = FakeClock()
     gate = {"type": "example.com/lb", "status": "True"}
     async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
-        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": "example.com/lb"}]),
-                                      "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
         scheduled = {"type": "PodScheduled", "status": "True"}
-        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [
-            scheduled, {"type": "ContainersReady", "status": "False"}]}}, HOST_NS, subresource="status")
-        await eventually(lambda: condition(vstored(clusters, "web"), "ContainersReady").get("status") == "False",
-                         "the host's conditions on the virtual pod")
+        await gated_web(clusters, [scheduled, {"type": "ContainersReady", "status": "False"}])
         await syncer.wait_idle()
         await hold_watch_down(clusters.host_server, "pods")
         await clusters.host.patch(PODS, hname("web"), {"status": {"conditions": [
@@ -337,13 +340,7 @@ async def test_a_gate_condition_the_kubelet_moved_since_the_cache_saw_it_is_writ
     clock = FakeClock()
     scheduled, containers = {"type": "PodScheduled", "status": "True"}, {"type": "ContainersReady", "status": "True"}
     async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
-        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": "example.com/lb"}]),
-                                      "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
-        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [
-            scheduled, containers]}}, HOST_NS, subresource="status")
-        await eventually(lambda: condition(vstored(clusters, "web"), "ContainersReady") == containers,
-                         "the host's conditions on the virtual pod")
+        await gated_web(clusters, [scheduled, containers])
         await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
             *vstored(clusters, "web")["status"]["conditions"], {"type": "example.com/lb", "status": "False"}]}},
             "default", subresource="status")
@@ -379,13 +376,7 @@ async def test_a_gate_condition_a_virtual_controller_set_behind_the_cache_is_not
     scheduled = {"type": "PodScheduled", "status": "True"}
     gate = {"type": "example.com/lb", "status": "True"}
     async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
-        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": "example.com/lb"}]),
-                                      "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
-        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [scheduled]}},
-                                  HOST_NS, subresource="status")
-        await eventually(lambda: condition(vstored(clusters, "web"), "PodScheduled") == scheduled,
-                         "the host's conditions on the virtual pod")
+        await gated_web(clusters, [scheduled])
         await syncer.wait_idle()
         await hold_watch_down(clusters.virtual_server, "pods")
         await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
