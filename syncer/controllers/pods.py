@@ -828,7 +828,7 @@ class PodReconciler:
                                                                    uid=huid),
                                      written=(hname, huid, ops))
         except ApiError as e:
-            if not e.not_found or await self._live_host_pod(hname, huid) is None:
+            if not e.not_found or await self._live_pod(self.host, self.host_namespace, hname, huid) is None:
                 raise  # a 404 of a pod gone (or replaced) since the cache saw it: its watch event brings the rest
             self._unserved.add(subresource)
             log.warning("the host API server does not serve pods/%s (%s); changes that need it are not synced to "
@@ -851,10 +851,6 @@ class PodReconciler:
             log.info("%s pod %s/%s changed since the cache saw it; the write is planned again from the watch's "
                      "newer copy", client.cluster, namespace, name)
             raise CacheBehind(f"{client.cluster} pod {namespace}/{name} changed since the cache saw it") from e
-
-    async def _live_host_pod(self, hname: str, huid: str | None) -> Obj | None:
-        """Host pod `hname` as the host API server has it (`_live_pod`)."""
-        return await self._live_pod(self.host, self.host_namespace, hname, huid)
 
     @staticmethod
     async def _live_pod(client: KubeClient, namespace: str, name: str, uid: str | None) -> Obj | None:
