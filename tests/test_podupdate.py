@@ -420,6 +420,25 @@ def test_a_stale_gate_condition_on_the_host_is_replaced() -> None:
         {"op": "replace", "path": "/status/conditions/1", "value": {"type": "example.com/lb", "status": "True"}}]
 
 
+def test_a_gate_condition_without_the_field_the_host_drops_is_in_sync() -> None:
+    # a 1.34 virtual server keeps a condition's observedGeneration; a host before 1.34 drops it
+    # (dropDisabledPodStatusFields, pkg/api/pod/util.go), so its condition, the rest equal, already agrees
+    gated = {"containers": [{"name": "app", "image": "nginx:1"}], "readinessGates": [{"conditionType": "example.com/lb"}]}
+    v = vpod(spec=gated, status={"conditions": [{"type": "example.com/lb", "status": "True", "observedGeneration": 2}]})
+    ready = {"type": "Ready", "status": "False"}
+    host = {**synced(v), "status": {"conditions": [ready, {"type": "example.com/lb", "status": "True"}]}}
+    assert plan_update(synced(v), host, v, vcluster_name=VC).host_condition_ops == []
+    # any other change is written, observedGeneration with it; so is an observedGeneration the host keeps
+    for on_host in ({"type": "example.com/lb", "status": "False"},
+                    {"type": "example.com/lb", "status": "True", "observedGeneration": 1},
+                    {"type": "example.com/lb", "status": "True", "observedGeneration": 2, "reason": "Old"}):
+        host["status"]["conditions"] = [ready, on_host]
+        assert plan_update(synced(v), host, v, vcluster_name=VC).host_condition_ops == [
+            {"op": "test", "path": "/status/conditions/1", "value": on_host},
+            {"op": "replace", "path": "/status/conditions/1",
+             "value": {"type": "example.com/lb", "status": "True", "observedGeneration": 2}}], on_host
+
+
 def test_the_options_of_vclusters_defaults_and_of_a_config() -> None:
     # vcluster's chart defaults (chart/values.yaml), then every key set
     assert PodOptions.from_config(parse_config({})) == PodOptions(

@@ -422,6 +422,13 @@ LISTED = (
              "syncer/controllers/podtranslate/hostpath.py", 'path = _normal(hp["path"])',
              'path = hp["path"].rstrip("/") if hp["path"] != "/" else "/"',
              ("tests/test_translate_vcluster.py", "-k", "host_paths_are_rewritten")),
+    Mutation("a gate condition the host stored without the field its version drops written again on each reconcile",
+             "syncer/controllers/podupdate.py", "        elif not same_gate_condition(current[i], c):",
+             "        elif current[i] != c:",
+             ("tests/test_pod_parity.py", "-k", "changes_nothing_on_the_host")),
+    Mutation("a gate condition whose other fields differ taken as in sync when the host lacks observedGeneration",
+             "syncer/controllers/podupdate.py", "if k not in _HOST_MAY_DROP}", "if k == \"type\"}",
+             ("tests/test_podupdate.py", "-k", "field_the_host_drops")),
 )
 
 

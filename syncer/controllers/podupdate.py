@@ -227,6 +227,21 @@ def resize_ops(host: Obj, resize: Sequence[Obj]) -> list[Obj]:
     return ops
 
 
+# Fields of a pod condition that a host drops while a newer virtual server keeps them: `observedGeneration`
+# (PodObservedGenerationTracking, off before 1.34; kubernetes pkg/api/pod/util.go `dropDisabledPodStatusFields`).
+_HOST_MAY_DROP = frozenset({"observedGeneration"})
+
+
+def same_gate_condition(host_condition: Obj, virtual_condition: Obj) -> bool:
+    """Whether the host's condition of a readiness gate already says what the virtual one says: equal, or equal but
+    for a field the host's version drops (`_HOST_MAY_DROP`) and its condition lacks. Written again, such a condition
+    would be a status write that changes nothing on each reconcile of the pod. The cost: a host that does keep the
+    field, whose condition lacks it, gets it only with the condition's next other change (the kubelet reads a
+    gate's `status`, not its `observedGeneration`)."""
+    return host_condition == virtual_condition or \
+        host_condition == {k: v for k, v in virtual_condition.items() if k not in _HOST_MAY_DROP}
+
+
 def host_gate_condition_ops(vpod: Obj, host: Obj) -> list[Obj]:
     """JSON-patch operations on the host pod's status that set the conditions of the pod's readiness gates to the
     virtual pod's, [] when they already agree (or the pod has no gates). Each condition is written alone, the one
@@ -250,7 +265,7 @@ def host_gate_condition_ops(vpod: Obj, host: Obj) -> list[Obj]:
         i = index.get(c.get("type"))
         if i is None:
             ops.append({"op": "add", "path": "/status/conditions/-", "value": c})
-        elif current[i] != c:
+        elif not same_gate_condition(current[i], c):
             ops += [{"op": "test", "path": f"/status/conditions/{i}", "value": current[i]},
                     {"op": "replace", "path": f"/status/conditions/{i}", "value": c}]
     return ops
