@@ -403,6 +403,36 @@ async def test_a_gate_condition_a_virtual_controller_set_behind_the_cache_is_not
         assert condition(vstored(clusters, "web"), "example.com/lb") == gate
 
 
+async def test_the_first_gate_condition_set_behind_the_cache_before_any_other_condition_is_not_undone(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    # As above, in the pod's first moments: the virtual pod has no conditions yet when the controller sets its gate's
+    # and the scheduler then binds the host pod. A JSON patch cannot test that a list is absent, so the copy is
+    # guarded by the virtual pod's resourceVersion as the cache has it.
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    gate = {"type": "example.com/lb", "status": "True"}
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": GATE}]), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        assert "conditions" not in vstored(clusters, "web")["status"]
+        await hold_watch_down(clusters.virtual_server, "pods")
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [gate]}}, "default", subresource="status")
+        scheduled = {"type": "PodScheduled", "status": "True"}
+        seen = len(clusters.virtual_server.requests)
+        await clusters.host.patch(PODS, hname("web"), {"status": {"phase": "Pending", "conditions": [scheduled]}},
+                                  HOST_NS, subresource="status")
+        await eventually(lambda: ("PATCH", "/api/v1/namespaces/default/pods/web/status", DEFAULT_USER_AGENT)
+                         in clusters.virtual_server.requests[seen:], "the status copy from the stale cache")
+        await syncer.wait_idle()
+        assert condition(vstored(clusters, "web"), "example.com/lb") == gate
+        assert "virtual pod default/web changed since the cache saw it" in caplog.text  # a routine retry
+        clock.advance(60)  # the watch back, and the retry's backoff over
+        await eventually(lambda: condition(vstored(clusters, "web"), "PodScheduled") == scheduled,
+                         "the scheduler's condition on the virtual pod")
+        assert condition(vstored(clusters, "web"), "example.com/lb") == gate
+
+
 async def test_a_readiness_gate_naming_a_kubelet_condition_does_not_write_it_on_the_host(clusters: Clusters) -> None:
     # The API server takes any qualified name as a gate's conditionType; a tenant listing `Ready` and `PodScheduled`
     # must not set those on the host pod (they are the host kubelet's and scheduler's: k8s.io/api core/v1 types.go

@@ -272,11 +272,23 @@ def test_the_status_copy_of_a_gated_pod_is_guarded_by_its_conditions_as_the_cach
         {"op": "add", "path": "/status/conditions", "value": [{"type": "Ready", "status": "False"}, gate]},
         {"op": "add", "path": "/status/phase", "value": "Running"},
         {"op": "remove", "path": "/status/podIP"}]
-    # no gates, no conditions written, or no status to test: the merge patch as it is
+    # no gates, or no conditions written: the merge patch as it is
     ungated = vpod(status={"phase": "Pending", "conditions": [gate]})
     assert guarded_status_ops(status_update(host, ungated) or {}, ungated) is None
     assert guarded_status_ops({"status": {"phase": "Running"}}, v) is None
-    assert guarded_status_ops(patch, {**v, "status": None}) is None
+    # no conditions yet (JSON patch cannot test an absent member): the resourceVersion as the cache has it
+    fresh = {**v, "metadata": {**v["metadata"], "resourceVersion": "7"},
+             "status": {"phase": "Pending", "podIP": "10.0.0.9"}}
+    assert guarded_status_ops(patch, fresh) == [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+        {"op": "add", "path": "/status/conditions", "value": [{"type": "Ready", "status": "False"}, gate]},
+        {"op": "add", "path": "/status/phase", "value": "Running"},
+        {"op": "remove", "path": "/status/podIP"}]
+    # no status at all: the same test, then the status added whole without its removals
+    assert guarded_status_ops(patch, {**fresh, "status": None}) == [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+        {"op": "add", "path": "/status", "value": {
+            "conditions": [{"type": "Ready", "status": "False"}, gate], "phase": "Running"}}]
 
 
 INITIAL = {"key": "initial", "operator": "Equal", "value": "v1", "effect": "NoSchedule"}
@@ -423,7 +435,8 @@ def test_a_stale_gate_condition_on_the_host_is_replaced() -> None:
 def test_a_gate_condition_without_the_field_the_host_drops_is_in_sync() -> None:
     # a 1.34 virtual server keeps a condition's observedGeneration; a host before 1.34 drops it
     # (dropDisabledPodStatusFields, pkg/api/pod/util.go), so its condition, the rest equal, already agrees
-    gated = {"containers": [{"name": "app", "image": "nginx:1"}], "readinessGates": [{"conditionType": "example.com/lb"}]}
+    gated = {"containers": [{"name": "app", "image": "nginx:1"}],
+             "readinessGates": [{"conditionType": "example.com/lb"}]}
     v = vpod(spec=gated, status={"conditions": [{"type": "example.com/lb", "status": "True", "observedGeneration": 2}]})
     ready = {"type": "Ready", "status": "False"}
     host = {**synced(v), "status": {"conditions": [ready, {"type": "example.com/lb", "status": "True"}]}}

@@ -374,13 +374,20 @@ def guarded_status_ops(patch: Obj, vpod: Obj) -> list[Obj] | None:
     """Merge patch `patch` (status_update's) as JSON-patch operations for a pod with readiness gates whose
     conditions it writes: first a `test` that the virtual pod's `status.conditions` are still those of `vpod` (the
     cache's), since the list is written whole and a controller in the virtual cluster writes its gate's condition at
-    any time; a write of it since then fails the patch (422) instead of being undone. None when no guard is needed
-    (no gates, conditions not written, or no status yet: then the merge patch as it is)."""
+    any time; a write of it since then fails the patch (422) instead of being undone. A virtual pod without
+    conditions yet (its first moments, when the controller may set its gate's first) is guarded by a `test` of its
+    `metadata.resourceVersion` as the cache has it instead: JSON patch cannot test that a member is absent. None
+    when no guard is needed (no gates, or conditions not written: then the merge patch as it is)."""
     status, vs = patch.get("status") or {}, vpod.get("status")
-    if "conditions" not in status or not isinstance(vs, dict) or not gate_types(vpod.get("spec") or {}):
+    if "conditions" not in status or not gate_types(vpod.get("spec") or {}):
         return None
-    ops: list[Obj] = [{"op": "test", "path": "/status/conditions", "value": vs["conditions"]}] \
-        if "conditions" in vs else []
+    if isinstance(vs, dict) and "conditions" in vs:
+        ops: list[Obj] = [{"op": "test", "path": "/status/conditions", "value": vs["conditions"]}]
+    else:
+        rv = (vpod.get("metadata") or {}).get("resourceVersion")
+        ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv}]
+        if not isinstance(vs, dict):  # no status at all: its parent first (the test above holds it absent)
+            return [*ops, {"op": "add", "path": "/status", "value": {k: v for k, v in status.items() if v is not None}}]
     for f, v in status.items():
         path = JsonPointer.from_parts(["status", f]).path
         ops.append({"op": "remove", "path": path} if v is None else {"op": "add", "path": path, "value": v})
