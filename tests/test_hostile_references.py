@@ -150,6 +150,41 @@ async def test_attack_4_another_namespaces_secret_through_a_name_collision(clust
     assert (ann[OBJECT_NAMESPACE], ann[OBJECT_NAME]) == ("b-x-c", "a")
 
 
+OPTIONAL_REFERENCES = {  # each names Secret `a` with `optional: true` (k8s.io/api core/v1: a missing one is no error)
+    "volume": {"volumes": [{"name": "creds", "secret": {"secretName": "a", "optional": True}}]},
+    "projected": {"volumes": [{"name": "creds", "projected": {"sources": [
+        {"secret": {"name": "a", "optional": True}}]}}]},
+    "envFrom": {"containers": [{"name": "app", "image": "nginx", "envFrom": [
+        {"secretRef": {"name": "a", "optional": True}}]}]},
+    "env": {"containers": [{"name": "app", "image": "nginx", "env": [{"name": "T", "valueFrom": {"secretKeyRef": {
+        "name": "a", "key": "token", "optional": True}}}]}]},
+}
+
+
+@pytest.mark.parametrize("how", list(OPTIONAL_REFERENCES))
+async def test_attack_4_through_an_optional_reference(clusters: Clusters, how: str) -> None:
+    # An optional reference may name an object that does not exist, and the pod starts without it; but a host name
+    # that holds another namespace's copy is not an absent object: the pod must not read c's Secret through it.
+    await namespaces(clusters, "b-x-c", "c")
+    await clusters.virtual.create(SECRETS, {"metadata": {"name": "a-x-b", "annotations": {FORCE_SYNC: "true"}},
+                                            "stringData": {"token": "c's secret"}}, "c")
+    thief = pod("thief", namespace="b-x-c")
+    thief["spec"].update(OPTIONAL_REFERENCES[how])
+    async with running_syncer(clusters, rc_config(), clock=FakeClock()) as syncer:
+        await host_object(clusters, SECRETS, COLLIDING, "the stand-in synced c/a-x-b")
+        await clusters.virtual.create(PODS, thief, "b-x-c")
+        (event,) = await warnings_in(clusters, "b-x-c", "thief", "the conflict's SyncWarning")
+        assert (event["reason"], event["message"]) == ("SyncWarning", (
+            f'did not sync pod "thief" to host yet: the host secret "{COLLIDING}" is the copy of secret "c/a-x-b", '
+            'not of "b-x-c/a"'))
+        await no_host_pod(clusters, syncer, host_name("thief", "b-x-c", VCLUSTER))
+        # an optional reference to a Secret nobody has is no reason to wait: another pod naming `b` starts at once
+        other = pod("other", namespace="b-x-c")
+        other["spec"]["volumes"] = [{"name": "creds", "secret": {"secretName": "b", "optional": True}}]
+        await clusters.virtual.create(PODS, other, "b-x-c")
+        await host_object(clusters, PODS, host_name("other", "b-x-c", VCLUSTER), "the pod with an absent one")
+
+
 async def test_attack_4_through_a_debug_container_added_after_the_sync(clusters: Clusters) -> None:
     # The same collision through `kubectl debug` (pods/ephemeralcontainers) on a pod already on the host: the debug
     # container's envFrom naming Secret `a` (which b-x-c lacks) must not reach the host pod, whose `a` would be the
@@ -301,7 +336,8 @@ async def test_with_service_account_sync_a_pod_runs_only_as_the_copy_of_its_own(
                                 'copy of serviceaccount "c/a-x-b", not of "b-x-c/a"')
 
 
-async def test_a_pod_cannot_mount_another_pods_token_secret(clusters: Clusters) -> None:
+@pytest.mark.parametrize("optional", [False, True], ids=["required", "optional"])
+async def test_a_pod_cannot_mount_another_pods_token_secret(clusters: Clusters, optional: bool) -> None:
     # With useSecretsForSATokens the syncer writes web's token to the host Secret web-sa-token-x-default-x-<vc>
     # (vcluster's SecretNameFromPodName), the host name virtual Secret default/web-sa-token would have: a pod
     # naming that Secret would mount web's token (vcluster's own token Secret carries no object annotations).
@@ -312,7 +348,9 @@ async def test_a_pod_cannot_mount_another_pods_token_secret(clusters: Clusters) 
     async with running_syncer(clusters, doc, clock=FakeClock()) as syncer:
         await clusters.virtual.create(PODS, pod("web"), "default")
         await host_object(clusters, SECRETS, token_secret, "web's token Secret")
-        await clusters.virtual.create(PODS, secret_volume_pod("q", "default", "web-sa-token"), "default")
+        q = secret_volume_pod("q", "default", "web-sa-token")
+        q["spec"]["volumes"][0]["secret"]["optional"] = optional
+        await clusters.virtual.create(PODS, q, "default")
         (event,) = await warnings_in(clusters, "default", "q", "the SyncWarning")
         await no_host_pod(clusters, syncer, host_name("q", "default", VCLUSTER))
     prefix = f'did not sync pod "q" to host yet: the host secret "{token_secret}" is '

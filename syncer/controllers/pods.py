@@ -549,18 +549,21 @@ class PodReconciler:
     def _missing(self, vpod: Obj, deps: list[Dependency]) -> list[tuple[Dependency, str]]:
         """The required host objects that cannot be used yet, in spec order (each once), each with why: "" when
         it does not exist, else how it is not the copy of the referenced virtual object (references.not_the_copy;
-        not checked for the vcluster's own Service, which is nobody's copy). Read from the caches without a pause,
-        so that `_wait` records them before a host object's event can come in between."""
+        not checked for the vcluster's own Service, which is nobody's copy). An optional reference may be absent,
+        but one whose host name holds another object's copy waits as a required one does: the host pod would read
+        that object (a Secret of another namespace whose name and namespace join with `-x-` to the same host name;
+        docs/security.md, attack 4). Read from the caches without a pause, so that `_wait` records them before a
+        host object's event can come in between."""
         out: list[tuple[Dependency, str]] = []
         seen: set[tuple[str, str]] = set()
         for d in deps:
-            if d.optional or (d.kind, d.host_name) in seen:
-                continue
-            seen.add((d.kind, d.host_name))
             store = self.host_objects.get(d.kind)
-            if store is None:
+            if store is None or (d.kind, d.host_name) in seen:
                 continue
             obj = store.get(f"{self.host_namespace}/{d.host_name}")
+            if obj is None and d.optional:
+                continue  # may stay absent; a required reference to the same object later in the spec still waits
+            seen.add((d.kind, d.host_name))
             why = "" if obj is None else self._not_the_copy(d, vpod["metadata"]["namespace"], obj)
             if obj is not None and not why:
                 continue
