@@ -591,18 +591,25 @@ async def test_a_terminating_pod_still_shows_the_hosts_final_status(clusters: Cl
                          "the final phase on the terminating virtual pod")
 
 
-async def test_a_pod_placed_by_hand_must_name_a_node_the_virtual_cluster_has(clusters: Clusters) -> None:
+@pytest.mark.parametrize("virtual_scheduler", [False, True], ids=["host-scheduler", "virtual-scheduler"])
+async def test_a_pod_placed_by_hand_must_name_a_node_the_virtual_cluster_has(clusters: Clusters,
+                                                                             virtual_scheduler: bool) -> None:
     # vcluster's SyncToHost with sync.fromHost.nodes.selector: pods without a node are kept to the selected nodes;
-    # a pod with a nodeName the virtual cluster has no node for is held back ("Given nodeName ... does not exist")
+    # a pod with a nodeName the virtual cluster has no node for is held back ("Given nodeName ... does not exist").
+    # With the virtual scheduler on, vcluster drops the pod's nodeSelector and syncs only pods with a node.
     from syncer.kube.resources import NODES
     from tests.test_pod_sync import warnings_for
     doc = rc_config()
     doc["sync"]["fromHost"]["nodes"] = {"selector": {"labels": {"pool": "tenants"}}}
+    if virtual_scheduler:
+        doc["controlPlane"] = {"advanced": {"virtualScheduler": {"enabled": True}}}
     async with running_syncer(clusters, doc):
-        await clusters.virtual.create(PODS, pod("free"), "default")
+        if not virtual_scheduler:
+            await clusters.virtual.create(PODS, pod("free"), "default")
         await clusters.virtual.create(PODS, pod("pinned", nodeName="gpu-7"), "default")
-        free = (await host_pods(clusters, lambda o: hname("free") in o, "free on the host"))[hname("free")]
-        assert free["spec"]["nodeSelector"] == {"pool": "tenants"}
+        if not virtual_scheduler:
+            free = (await host_pods(clusters, lambda o: hname("free") in o, "free on the host"))[hname("free")]
+            assert free["spec"]["nodeSelector"] == {"pool": "tenants"}
         events = await warnings_for(clusters, "pinned")
         assert events[0]["message"] == "Given nodeName gpu-7 does not exist in virtual cluster"
         await clusters.virtual.create(NODES, {"metadata": {"name": "gpu-7", "labels": {"pool": "tenants"}}})

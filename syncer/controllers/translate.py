@@ -251,12 +251,13 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     else:
         affinity.translate_affinity(spec, meta["namespace"], vcluster_name, lambda k: host_label_key(k, vcluster_name),
                                     lambda k: ns_label_key(k, vcluster_name))
-        if opts.node_selector:  # SyncToHost "ensure node selector"
-            # vcluster merges it only into pods without a node and checks a pod's nodeName against the virtual
-            # cluster's Nodes, which a tenant with cluster rights there can create; here a pod placed by hand gets
-            # it too, so the host kubelet refuses it on a node outside the selector (its admission's
-            # GeneralPredicates: kubernetes pkg/kubelet/lifecycle/predicate.go), whatever the virtual Nodes say.
-            spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **opts.node_selector}
+    if opts.node_selector:  # SyncToHost "ensure node selector"
+        # vcluster merges it only into pods without a node and checks a pod's nodeName against the virtual
+        # cluster's Nodes, which a tenant with cluster rights there can create; here a pod placed by hand, or by
+        # the virtual scheduler onto such a Node, gets it too, so the host kubelet refuses it on a node outside the
+        # selector (its admission's GeneralPredicates: kubernetes pkg/kubelet/lifecycle/predicate.go), whatever the
+        # virtual Nodes say. The host nodes the virtual cluster has from the host match it.
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **opts.node_selector}
     claims: list[Dependency] = []  # the host claims and templates the pod names (a copy of another's is refused)
     for i, claim in enumerate(spec.get("resourceClaims") or []):
         for key, on, kind in (("resourceClaimName", opts.resource_claims, RESOURCECLAIM),
