@@ -436,7 +436,7 @@ LISTED = (
     Mutation("an optional reference reads another namespace's copy through a colliding host name",
              "syncer/controllers/pods.py", "            if obj is None and d.optional:",
              "            if d.optional:", ("tests/test_hostile_references.py", "-k", "optional")),
-    Mutation("with the virtual scheduler on, a pod placed by hand on a Node the tenant created escapes the nodes selector",
+    Mutation("with the virtual scheduler, a pod placed by hand on a Node the tenant created escapes the nodes selector",
              "syncer/controllers/translate.py", '    if opts.node_selector:  # SyncToHost "ensure node selector"',
              "    if opts.node_selector and not opts.virtual_scheduler:",
              ("tests/test_pod_parity.py", "-k", "placed_by_hand")),
