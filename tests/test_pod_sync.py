@@ -349,6 +349,23 @@ async def test_the_echo_of_its_own_creates_wakes_no_reconcile(clusters: Clusters
     assert requeued >= 20, requeued
 
 
+async def test_synced_pods_are_counted_under_the_class_the_host_pod_runs(clusters: Clusters) -> None:
+    # With the gate off and sync.toHost.pods.runtimeClassName forced, the class a pod names is not checked: the
+    # sync metric counts the class the host pod runs (the forced one), so made-up names add no series.
+    from prometheus_client import generate_latest
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "production"}))
+    doc = rc_config(enabled=False)
+    doc["sync"]["toHost"] = {"pods": {"runtimeClassName": "gvisor"}}
+    async with running_syncer(clusters, doc) as syncer:
+        for i in range(3):
+            await clusters.virtual.create(PODS, pod(f"made-up-{i}", f"made-up-{i}"), "default")
+        await wait_for(clusters.host, PODS, lambda o: len(o) == 3, namespace=HOST_NS, timeout=10, what="3 host pods")
+        await syncer.wait_idle()
+        metrics = generate_latest(syncer.metrics.registry).decode()
+    synced = [line for line in metrics.splitlines() if line.startswith("runtimeclass_syncer_pods_synced_total{")]
+    assert synced == ['runtimeclass_syncer_pods_synced_total{runtime_class="gvisor"} 3.0']
+
+
 async def test_refusals_for_classes_the_host_lacks_share_one_metric_series(clusters: Clusters) -> None:
     # The class a pod names is the tenant's to choose: a refusal for a class the host does not have is counted
     # under runtime_class="<unknown>", so made-up names add no series (each would stay in the syncer's memory and

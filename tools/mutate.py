@@ -440,6 +440,9 @@ LISTED = (
              "syncer/controllers/translate.py", '    if opts.node_selector:  # SyncToHost "ensure node selector"',
              "    if opts.node_selector and not opts.virtual_scheduler:",
              ("tests/test_pod_parity.py", "-k", "placed_by_hand")),
+    Mutation("the sync metric labelled with the class the tenant names (a series per made-up name)",
+             "syncer/controllers/pods.py", "self.metrics.pods_synced.labels(self._synced_label(created)).inc()",
+             "self.metrics.pods_synced.labels(rc_name).inc()", ("tests/test_pod_sync.py", "-k", "counted_under")),
 )
 
 

@@ -801,7 +801,7 @@ class PodReconciler:
             self._wait_for_echo(vpod, hpod, gated)
             what.append("readiness-gate conditions")
         if what:
-            self.metrics.pods_synced.labels(decision.runtime_class).inc()
+            self.metrics.pods_synced.labels(self._synced_label(hpod)).inc()
             log.info("updated host pod %s/%s from virtual pod %s/%s: %s changed", self.host_namespace, hname,
                      meta["namespace"], meta["name"], ", ".join(dict.fromkeys(what)))
 
@@ -967,11 +967,19 @@ class PodReconciler:
         return ip if isinstance(ip, str) and ip and ip != "None" else None
 
     def _class_label(self, rc_name: str) -> str:
-        """The `runtime_class` label of the refusal metric for class `rc_name`: the name when the host has that
-        class (or "" when the pod names none), else UNKNOWN_CLASS. The name comes from the tenant's pod: one
+        """The `runtime_class` label of the refusal metric for class `rc_name`: the name when the host has
+        that class (or "" when the pod names none), else UNKNOWN_CLASS. The name comes from the tenant's pod: one
         series per made-up name would grow the syncer's memory and the platform's Prometheus without bound (one
         a name, kept after the pod is gone)."""
         return rc_name if not rc_name or self.host_rcs.get(rc_name) is not None else UNKNOWN_CLASS
+
+    @staticmethod
+    def _synced_label(hpod: Obj) -> str:
+        """The `runtime_class` label of the sync metric for host pod `hpod` (as created or cached): the class the
+        host pod runs, not the one the virtual pod names (a forced class or the runtime policy's default replaces
+        it, and with the gate off a made-up name would add a series per name). The host has that class: its
+        RuntimeClass admission refuses a pod naming one it lacks (kubernetes plugin/pkg/admission/runtimeclass)."""
+        return str((hpod.get("spec") or {}).get("runtimeClassName") or "")
 
     async def _refuse(self, vpod: Obj, rc_name: str, message: str) -> None:
         self.metrics.pods_refused.labels(self._class_label(rc_name)).inc()
@@ -1005,7 +1013,7 @@ class PodReconciler:
                 await self.recorder.record(PODS, vpod, "Warning", "SyncError", msg, ACTION)
                 w.warned = msg
             return None
-        self.metrics.pods_synced.labels(rc_name).inc()
+        self.metrics.pods_synced.labels(self._synced_label(created)).inc()
         if settled is not None:
             self._created[object_key(vpod)] = (_rv(vpod), _rv(created), settled)
             self.own_writes.created(created, object_key(vpod))  # its echo wakes nobody: _create returns the requeue
