@@ -6,6 +6,11 @@ leader renews it every `retry_period` seconds and gives up when it could not ren
 `renew_deadline` (shorter than `lease_duration`, so two leaders never overlap). On a clean shutdown the
 leader releases the Lease (clears `holderIdentity`) so a follower takes over at once instead of after
 `lease_duration`, as client-go's `ReleaseOnCancel` does.
+
+Two rules of client-go (k8s.io/client-go/tools/leaderelection/leaderelection.go) that the library lacks are
+added by `_BoundedElection`: every attempt is bounded in time (the library's requests have none), and a failed
+attempt (connection refused, reset, timed out) is logged and retried every `retry_period` instead of ending the
+election; only a leader that cannot renew within `renew_deadline` stops.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import asyncio
 import logging
 from typing import cast
 
+import aiohttp
+from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 from kubernetes_asyncio.leaderelection.resourcelock.baselock import BaseLock
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
@@ -26,8 +33,92 @@ log = logging.getLogger(__name__)
 _NO_LOCK = object()  # stands in for the lock when only the timings are checked
 
 
+# errors of one attempt that client-go retries (tryAcquireOrRenew fails, the next try comes `retry_period`
+# later): no answer (aiohttp.ClientError, OSError, TimeoutError), an error answer the library raises instead of
+# returning (ApiException), an error body that is not JSON (a proxy's 502 page: json's ValueError)
+_RETRIED: tuple[type[Exception], ...] = (aiohttp.ClientError, OSError, asyncio.TimeoutError, ApiException, ValueError)
+
+
 async def _nothing() -> None:
     """A callback that does nothing (timing checks)."""
+
+
+class _BoundedElection(leaderelection.LeaderElection):
+    """The library's election (its record handling and callbacks unchanged) with client-go's time bounds.
+
+    Args:
+        config: the library's configuration (lock, lease_duration, renew_deadline, retry_period in seconds).
+        describe: names the candidate and the Lease in log messages.
+    Attributes:
+        renewed_at: the event loop's monotonic time (seconds) at which the last successful attempt began
+            (`-inf` before the first): the Lease was written no earlier, so another candidate cannot take it
+            before `renewed_at + lease_duration`.
+    """
+
+    def __init__(self, config: electionconfig.Config, describe: str) -> None:
+        super().__init__(config)
+        self.describe = describe
+        self.renewed_at = float("-inf")
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One attempt (the library's): True when this candidate holds the Lease afterwards.
+
+        A failed request is logged at warning (one line, no traceback) and counts as a failed attempt
+        (client-go's `tryAcquireOrRenew` returns false on every error; its callers retry). Other exceptions
+        (programming errors) propagate.
+        """
+        began = asyncio.get_running_loop().time()
+        try:
+            ok = await super().try_acquire_or_renew()
+        except _RETRIED as e:
+            log.warning("%s: could not acquire or renew the lease: %s: %s", self.describe, type(e).__name__, e)
+            return False
+        if ok:
+            self.renewed_at = began
+        return ok
+
+    async def _attempt(self, limit: float) -> bool:
+        """One attempt bounded to `limit` seconds (client-go runs it under a context that ends at the renew
+        deadline); a request still pending then is cancelled and the attempt fails. Returns: True on success."""
+        try:
+            async with asyncio.timeout(limit):
+                return await self.try_acquire_or_renew()
+        except TimeoutError:
+            log.warning("%s: could not acquire or renew the lease: no answer within %.1f s", self.describe, limit)
+            return False
+
+    async def acquire(self) -> bool:
+        """Follower: try every `retry_period` seconds until this candidate holds the Lease (client-go
+        `acquire`: failed attempts are retried for ever); each attempt is bounded by `renew_deadline`, so a
+        request that never answers does not stop the campaign. Returns: True (once leading)."""
+        config = self.election_config
+        while True:
+            if await self._attempt(config.renew_deadline):
+                return True
+            await asyncio.sleep(config.retry_period)
+
+    async def renew_loop(self) -> None:
+        """Leader: renew every `retry_period` seconds; returns (the library then cancels `onstarted_leading` and
+        runs `onstopped_leading`) once no renewal has succeeded by `renew_deadline` seconds after the last
+        successful attempt began. A pending request is cancelled at that deadline, which is measured on the
+        event loop's monotonic clock (the library's loop uses the wall clock, between attempts only).
+
+        client-go `renew`: `wait.PollImmediateUntil(RetryPeriod, tryAcquireOrRenew(timeoutCtx),
+        timeoutCtx.Done())` under `context.WithTimeout(ctx, RenewDeadline)`. Counting from the start of the
+        last successful attempt (client-go counts from a retry period after it ended) and renew_deadline <
+        lease_duration make this leader stop before another candidate can take the Lease.
+        Raises: nothing but cancellation; an unexpected error of an attempt propagates.
+        """
+        config = self.election_config
+        loop = asyncio.get_running_loop()
+        while True:
+            deadline = self.renewed_at + config.renew_deadline
+            await asyncio.sleep(min(config.retry_period, max(0.0, deadline - loop.time())))
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                log.warning("%s: no renewal within renew_deadline (%s s)", self.describe, config.renew_deadline)
+                return
+            await self._attempt(remaining)
 
 
 class LeaderElector:
@@ -44,8 +135,10 @@ class LeaderElector:
         ValueError: the timings are inconsistent (message from the library).
     Attributes:
         leading: set once this candidate holds the Lease.
-        lost: set when a leader could not renew in time (it must stop writing at once), or when the
-            election itself failed (then no replica state is trusted: the process should restart).
+        lost: set when a leader could not renew within `renew_deadline` seconds of its last successful
+            attempt's start (it must stop writing at once), or when the election itself failed on an
+            unexpected error (then no replica state is trusted: the process should restart). A failed
+            request (connection refused, a hung request cut at its bound) is retried, never sets it alone.
     """
 
     def __init__(self, client: KubeClient, namespace: str, name: str, identity: str, *,
@@ -85,10 +178,14 @@ class LeaderElector:
             self.lost.set()
 
     async def run(self) -> None:
-        """Campaign, then renew, until the lease is lost (returns) or the task is cancelled."""
+        """Campaign, then renew, until the lease is lost (returns, `lost` set) or the task is cancelled.
+
+        Failed attempts are logged and retried every `retry_period` (a follower for ever, a leader until
+        `renew_deadline`), as client-go does; an unexpected error sets `lost` with its traceback.
+        """
         log.info("%s is waiting to become the leader (lease %s/%s)", self.identity, self.namespace, self.name)
         try:
-            await leaderelection.LeaderElection(self._config).run()
+            await _BoundedElection(self._config, f"{self.identity} (lease {self.namespace}/{self.name})").run()
         except Exception:
             log.exception("%s: leader election failed (lease %s/%s)", self.identity, self.namespace, self.name)
             self.lost.set()
