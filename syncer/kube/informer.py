@@ -3,8 +3,12 @@
 The reflector lists, then watches from the list's resourceVersion with bookmarks and a server-side
 timeout. When a watch ends it resumes from the last resourceVersion it saw (no re-list); on 410
 Expired it re-lists; on other errors it retries with capped exponential backoff and jitter, honouring
-Retry-After. A re-list replaces the cache and reports only real differences to the handlers (objects
-whose resourceVersion changed, appeared or vanished), so a reconnect does not wake every reconciler.
+Retry-After. Three rules keep a misbehaving server or network from going unnoticed or being hammered
+(see `Informer.run`): a watch that ends within `SHORT_WATCH` seconds without an event, right after another
+such watch, is a failure (client-go's "very short watch"); a 410 within `EXPIRED_BACKOFF_RESET` seconds of
+the previous one re-lists only after a backoff; a watch stream silent for `WATCH_IDLE_TIMEOUT` seconds is
+broken off and resumed. A re-list replaces the cache and reports only real differences to the handlers
+(objects whose resourceVersion changed, appeared or vanished), so a reconnect does not wake every reconciler.
 
 Handlers must be quick and synchronous: they map a change to work-queue keys, nothing else.
 Objects that cannot be cached (no name) are skipped with a log line naming them.
@@ -22,12 +26,40 @@ from typing import Any
 from syncer.kube.cache import Cached, Store, object_key
 from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import PERSISTENT_RETRIES, ApiError, KubeClient, sleep_or_stop
-from syncer.kube.clock import Clock
+from syncer.kube.clock import Clock, RealClock, Timer
 from syncer.kube.resources import APIResource
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+SHORT_WATCH = 1.0
+"""Seconds: a watch stream that ends sooner than this without delivering any event (a BOOKMARK counts) is a "very
+short watch". The first in a row is resumed at once (a stream cut just after it opened, by an API server restart or
+a load balancer, recovers without delay); the next ones, until a stream delivers an event or lasts `SHORT_WATCH`,
+are failures retried with the informer's backoff: a proxy, load balancer or API server that closes every stream
+cleanly would otherwise get an unthrottled loop of watch requests. client-go's reflector, `handleWatch` in
+k8s.io/client-go/tools/cache/reflector.go: `watchDuration < 1*time.Second && eventCount == 0` is the error
+"very short watch: ... Unexpected watch close - watch lasted less than a second and no items received", backed off
+from the first (800 ms); the one free retry here costs one request per run of failures."""
+
+EXPIRED_BACKOFF_RESET = 120.0
+"""Seconds: a 410 Expired that comes sooner than this after the previous one re-lists only after a backoff
+(growing per such 410 as the informer's `Backoff` does); a 410 after a longer healthy stretch re-lists at once.
+client-go's reflector runs every ListAndWatch, the re-list after a 410 included, through its backoff manager
+(`wait.NewExponentialBackoffManager(800ms, 30s, 2*time.Minute, 2.0, 1.0, clock)` in `NewReflectorWithOptions`,
+k8s.io/client-go/tools/cache/reflector.go), which starts again at its initial delay after 2 minutes without a
+backoff. Here the first 410 after such a stretch skips even that initial delay, so the usual recovery (one 410 after
+a compaction or a long disconnect) stays immediate."""
+
+WATCH_IDLE_TIMEOUT = 120.0
+"""Seconds a watch stream may stay silent before it is taken as broken (a half-open connection: a load balancer or
+NAT that dropped the flow without a FIN or RST) and resumed from the last resourceVersion. kube-apiserver sends a
+BOOKMARK to a watch that asked for them (allowWatchBookmarks) about once a minute, whatever happens to the resource
+(`bookmarkFrequency`/`defaultBookmarkFrequency = time.Minute`, k8s.io/apiserver/pkg/storage/cacher), so two minutes
+of silence is two missed bookmarks; client-go notices a dead connection in about 45 s by HTTP/2 health checks
+(ReadIdleTimeout 30 s + PingTimeout 15 s, k8s.io/client-go/transport). An API server without its watch cache sends
+no bookmarks: there a quiet watch is re-established every `WATCH_IDLE_TIMEOUT` (pass `watch_idle_timeout=None`)."""
 
 
 @dataclass
@@ -79,8 +111,16 @@ class Informer:
             metadata informers): for objects whose content the syncer must never hold, such as Secrets.
         watch_timeout: seconds the server keeps one watch open before it is re-opened (jittered x1-2).
         page_size: items per list chunk (client-go's reflector pages by 500).
-        backoff: retry policy for failures.
+        backoff: retry policy for failures (and, with the same parameters, for re-lists after repeated 410s).
         clock: the time retries wait on (default the real one; tests pass a FakeClock).
+        watch_idle_timeout: seconds of silence after which a watch stream is broken off and resumed from the last
+            resourceVersion, counted as a failure (`WATCH_IDLE_TIMEOUT`); None never breaks a silent stream.
+        watch_clock: the clock watch streams are timed on: how long one lasted (`SHORT_WATCH`), how long it has
+            been silent (`watch_idle_timeout`) and how long since the last 410 (`EXPIRED_BACKOFF_RESET`). Streams
+            are real I/O, so the default is the real clock even when `clock` is a fake one; tests of these rules
+            pass a FakeClock.
+    Raises:
+        ValueError: `watch_idle_timeout` is not positive.
     Attributes:
         synced: set once the first list has been stored.
         last_error: the last failure, cleared on success (for readiness and logs).
@@ -89,9 +129,14 @@ class Informer:
     def __init__(self, client: KubeClient, resource: APIResource, store: Store, *, namespace: str | None = None,
                  label_selector: str | None = None, watch_timeout: int = 300, backoff: Backoff | None = None,
                  name: str | None = None, metadata_only: bool = False, page_size: int = 500,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, watch_idle_timeout: float | None = WATCH_IDLE_TIMEOUT,
+                 watch_clock: Clock | None = None) -> None:
+        if watch_idle_timeout is not None and not watch_idle_timeout > 0:
+            raise ValueError(f"watch_idle_timeout must be positive seconds or None, not {watch_idle_timeout!r}")
         self.client = client
         self.clock = clock
+        self.watch_clock: Clock = watch_clock or RealClock()
+        self.watch_idle_timeout = watch_idle_timeout
         self.page_size = page_size
         self.metadata_only = metadata_only
         self.resource = resource
@@ -100,6 +145,7 @@ class Informer:
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
         self.backoff = backoff or Backoff()
+        self._relist_backoff = Backoff(self.backoff.initial, self.backoff.cap, self.backoff.jitter)
         self.name = name or f"{client.cluster}/{resource.qualified}"
         self.handlers: list[Handlers] = []
         self.synced = asyncio.Event()
@@ -108,13 +154,26 @@ class Informer:
         self._rv: str | None = None
         self._errors_seen: set[tuple[int, str, int]] = set()  # (status, reason, level) logged since connected
         self._failures = 0  # failed lists/watches since the last connection
+        self._expired_at: float | None = None  # watch_clock time of the last 410
+        self._heard_at = 0.0  # watch_clock time the current watch stream last delivered an event (or started)
+        self._events = 0  # events the current watch stream delivered
+        self._short_watches = 0  # very short watches in a row
 
     def add_handlers(self, handlers: Handlers) -> None:
         """Register handlers (before `run`)."""
         self.handlers.append(handlers)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """List and watch until `stop` is set. Never raises for API failures."""
+        """List and watch until `stop` is set. Never raises for API failures.
+
+        A watch that ends after an event or after `SHORT_WATCH` seconds is resumed at once from the last
+        resourceVersion, and so is the first that ends sooner without an event. These set `last_error`, are
+        logged, and are retried after `backoff` (on `clock`), a watch from the last resourceVersion: a failed list
+        or watch; a second such "very short watch" in a row (an ApiError status 0, reason VeryShortWatch); a watch
+        silent for `watch_idle_timeout` seconds (status 0, WatchStalled). A 410 Expired re-lists: at once when it
+        is the first for `EXPIRED_BACKOFF_RESET` seconds, else after a backoff that doubles per such 410 (and sets
+        `last_error` meanwhile).
+        """
         while not stop.is_set():
             try:
                 if self._rv is None:
@@ -123,13 +182,28 @@ class Informer:
                 self.last_error = None
             except ApiError as e:
                 if e.expired:
-                    log.info("%s: resourceVersion %s expired, re-listing", self.name, self._rv)
-                    self._rv = None
+                    if await self._expired(e, stop):
+                        return
                     continue
                 self.last_error = e
                 self._log_error(e)
                 if await sleep_or_stop(self.backoff.next(e.retry_after), stop, self.clock):
                     return
+
+    async def _expired(self, e: ApiError, stop: asyncio.Event) -> bool:
+        """Prepare the re-list after a 410 (`EXPIRED_BACKOFF_RESET` says when it waits). Returns True when `stop`
+        was set while waiting."""
+        now = self.watch_clock.now()
+        again = self._expired_at is not None and now - self._expired_at < EXPIRED_BACKOFF_RESET
+        self._expired_at = now
+        rv, self._rv = self._rv, None
+        if not again:
+            self._relist_backoff.reset()
+            log.info("%s: resourceVersion %s expired, re-listing", self.name, rv)
+            return False
+        self.last_error = e
+        self._log_error(e)
+        return await sleep_or_stop(self._relist_backoff.next(e.retry_after), stop, self.clock)
 
     def _log_error(self, e: ApiError) -> None:
         """Log a failed list or watch once per cause: a 403 as an error; an API server that is briefly away
@@ -197,12 +271,82 @@ class Informer:
         self.synced.set()
 
     async def _watch(self, stop: asyncio.Event) -> None:
+        """One watch from `_rv`, until its stream ends or `stop` is set, with a watchdog on its silence.
+
+        The stream is read in a task of its own; one timer on `watch_clock` (not one per event: each event only
+        notes the time) falls due `watch_idle_timeout` after the last event and, if the stream was silent all that
+        time, cancels that task.
+
+        Raises:
+            ApiError: the watch failed or sent an ERROR event; status 0 with reason WatchStalled when the stream
+                was silent for `watch_idle_timeout` seconds, VeryShortWatch when it ended within `SHORT_WATCH`
+                seconds without an event right after another such watch (see `SHORT_WATCH`).
+        """
+        assert self._rv is not None
+        clock, limit, rv = self.watch_clock, self.watch_idle_timeout, self._rv
+        started = self._heard_at = clock.now()
+        self._events = 0
+        reading = asyncio.ensure_future(self._read_watch(stop))
+        silent_for: list[float] = []  # set once the watchdog broke the stream off
+        timer: Timer | None = None
+
+        def watchdog() -> None:
+            nonlocal timer
+            if reading.done() or limit is None:
+                return
+            silent = clock.now() - self._heard_at
+            if silent >= limit:
+                silent_for.append(silent)
+                reading.cancel()
+            else:
+                timer = clock.call_later(limit - silent, watchdog)
+
+        if limit is not None:
+            timer = clock.call_later(limit, watchdog)
+        try:
+            await reading
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not silent_for or (task is not None and task.cancelling()):
+                raise  # cancelled from outside, not by the watchdog
+            raise ApiError(0, "WatchStalled", f"the watch stream sent nothing for {silent_for[0]:.0f} s (limit "
+                           f"{limit:.0f} s; the API server sends a bookmark about every 60 s): taken as a broken "
+                           f"connection, resuming from resourceVersion {self._rv}", cluster=self.client.cluster,
+                           verb="watch", resource=self.resource.qualified) from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+            reading.cancel()  # no effect once done
+            if self._events:
+                self._short_watches = 0
+        duration = clock.now() - started
+        if stop.is_set() or self._events or duration >= SHORT_WATCH:
+            self._short_watches = 0
+            return
+        self._short_watches += 1
+        if self._short_watches > 1:
+            raise ApiError(0, "VeryShortWatch", f"very short watch: the stream from resourceVersion {rv} ended after "
+                           f"{duration:.3f} s without an event, {self._short_watches} times in a row",
+                           cluster=self.client.cluster, verb="watch", resource=self.resource.qualified)
+        log.debug("%s: the watch from resourceVersion %s ended after %.3f s without an event; resuming", self.name,
+                  rv, duration)
+
+    async def _read_watch(self, stop: asyncio.Event) -> None:
+        """Apply the events of one watch from `_rv` to the cache until the stream ends or `stop` is set; each
+        event notes its time in `_heard_at` and counts in `_events`.
+
+        Raises:
+            ApiError: the watch failed or sent an ERROR event.
+        """
         assert self._rv is not None
         timeout = int(self.watch_timeout * random.uniform(1.0, 2.0))
+        clock = self.watch_clock
         async for ev in self.client.watch(self.resource, self._rv, self.namespace,
                                           label_selector=self.label_selector, timeout_seconds=timeout,
                                           metadata_only=self.metadata_only,
                                           on_connected=self._connected):
+            self._heard_at = clock.now()
+            self._events += 1
             if stop.is_set():
                 return
             if ev.type == "ERROR":
