@@ -185,6 +185,45 @@ async def test_attack_4_through_an_optional_reference(clusters: Clusters, how: s
         await host_object(clusters, PODS, host_name("other", "b-x-c", VCLUSTER), "the pod with an absent one")
 
 
+@pytest.mark.parametrize("reference", ["optional", "own-then-deleted"])
+async def test_attack_4_through_a_host_name_taken_over_after_the_sync(clusters: Clusters, reference: str) -> None:
+    # The host name changes hands after the pod is on the host: b-x-c's pod names Secret `a` optionally while no
+    # `a` exists (it starts without it), or names its own `a`, which b-x-c then deletes (its copy goes with it).
+    # When c's `a-x-b` is synced under the freed name, the kubelet would put c's Secret into b-x-c's running pod:
+    # its host pod is deleted, and the tenant told why.
+    await namespaces(clusters, "b-x-c", "c")
+    thief = secret_volume_pod("thief", "b-x-c", "a")
+    hname = host_name("thief", "b-x-c", VCLUSTER)
+    if reference == "optional":
+        thief["spec"]["volumes"][0]["secret"]["optional"] = True
+    else:
+        await clusters.virtual.create(SECRETS, {"metadata": {"name": "a"}, "stringData": {"token": "b-x-c's"}},
+                                      "b-x-c")
+    async with running_syncer(clusters, rc_config(), clock=FakeClock()) as syncer:
+        await clusters.virtual.create(PODS, thief, "b-x-c")
+        hpod = await host_object(clusters, PODS, hname, "the pod on the host")
+        # a bystander in b-x-c naming nothing of c's keeps its host pod
+        await clusters.virtual.create(PODS, pod("bystander", namespace="b-x-c"), "b-x-c")
+        await host_object(clusters, PODS, host_name("bystander", "b-x-c", VCLUSTER), "the bystander on the host")
+        if reference == "own-then-deleted":
+            await clusters.virtual.delete(SECRETS, "a", "b-x-c")
+            await wait_for(clusters.host, SECRETS, lambda o: f"{HOST_NS}/{COLLIDING}" not in o, namespace=HOST_NS,
+                           timeout=10, what="b-x-c's copy deleted with it")
+        await syncer.wait_idle()
+        await clusters.virtual.create(SECRETS, {"metadata": {"name": "a-x-b", "annotations": {FORCE_SYNC: "true"}},
+                                                "stringData": {"token": "c's secret"}}, "c")
+        await host_object(clusters, SECRETS, COLLIDING, "the stand-in synced c/a-x-b under the freed name")
+        await wait_for(clusters.host, PODS, lambda o: all(
+            (p["metadata"]["name"], p["metadata"]["uid"]) != (hname, hpod["metadata"]["uid"]) for p in o.values()),
+            namespace=HOST_NS, timeout=10, what="the host pod that would read c's Secret deleted")
+        events = await warnings_in(clusters, "b-x-c", "thief", "the SyncWarning")
+        assert f'deleted host pod "{HOST_NS}/{hname}" of pod "thief": the host secret "{COLLIDING}" is the copy of ' \
+               'secret "c/a-x-b", not of "b-x-c/a"' in [e["message"] for e in events]
+        await syncer.wait_idle()
+        assert host_name("bystander", "b-x-c", VCLUSTER) in {
+            p["metadata"]["name"] for p in (await clusters.host.list(PODS, HOST_NS))["items"]}
+
+
 async def test_attack_4_through_a_debug_container_added_after_the_sync(clusters: Clusters) -> None:
     # The same collision through `kubectl debug` (pods/ephemeralcontainers) on a pod already on the host: the debug
     # container's envFrom naming Secret `a` (which b-x-c lacks) must not reach the host pod, whose `a` would be the

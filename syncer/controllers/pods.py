@@ -42,6 +42,8 @@ from syncer.controllers.podtranslate import affinity, tokens, trust
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import (
     CONFIGMAP,
+    OBJECT_NAME,
+    OBJECT_NAMESPACE,
     RESOURCECLAIM,
     RESOURCECLAIMTEMPLATE,
     SECRET,
@@ -264,6 +266,9 @@ class PodReconciler:
         # and a host write planned from the cache would repeat or undo it (its `test`s fail: a 422 and a read); the
         # update waits for the echo, which reconciles the key. Popped by the next reconcile of the key.
         self._updated: dict[str, str] = {}
+        # synced pods whose references a host object's event asks to check again (`_readers_of_another_copy`), even
+        # when the reconcile finds both pods unchanged; popped by the next reconcile of the key
+        self._recheck: set[str] = set()
         self.own_writes = OwnWrites()  # the host pods this process created, by key and resourceVersion
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects or a taken host name, by key
@@ -334,8 +339,32 @@ class PodReconciler:
         return list(keys)
 
     def _waiting_for_host_object(self, kind: str, obj: Cached) -> list[str]:
-        """A host ConfigMap/Secret/PVC/Service/ServiceAccount appeared, changed or went: the pods waiting for it."""
-        return self.pods_waiting_for(kind, (obj.get("metadata") or {}).get("name", ""))
+        """A host ConfigMap/Secret/PVC/Service/ServiceAccount appeared, changed or went: the pods waiting for it,
+        and the synced pods that may read it as another object than it now is (`_readers_of_another_copy`)."""
+        waiting = self.pods_waiting_for(kind, (obj.get("metadata") or {}).get("name", ""))
+        return waiting + [k for k in self._readers_of_another_copy(obj) if k not in waiting]
+
+    def _readers_of_another_copy(self, obj: Cached) -> list[str]:
+        """Keys of the virtual pods with a host pod that may name host object `obj` meaning another virtual object
+        than the one it is the copy of: those of the namespaces whose object would have the same host name
+        (`<name>-x-<namespace>`, split at another `-x-`: Secret `a` of `b-x-c` and `a-x-b` of `c`). The name is
+        taken over after the pod was synced: an optional reference to an object absent then, or the pod's own
+        object deleted and another namespace's copy synced under its freed name. Their reconcile checks their
+        references again (`_update`). [] for an object whose annotations name no virtual object."""
+        ann = sub_field(obj, "metadata", "annotations")
+        name, ns = (ann.get(OBJECT_NAME), ann.get(OBJECT_NAMESPACE)) if isinstance(ann, dict) else (None, None)
+        if not isinstance(name, str) or not isinstance(ns, str):
+            return []
+        joined, keys = f"{name}-x-{ns}", []
+        i = joined.find("-x-")
+        while i != -1:
+            other = joined[i + 3:]
+            if other != ns and joined[:i]:
+                keys += [k for k in self.virtual_pods.keys_by_index(NAMESPACE_INDEX, other)
+                         if self.host_pods.get(self.host_key(other, split_key(k)[1])) is not None]
+            i = joined.find("-x-", i + 1)
+        self._recheck.update(keys)
+        return keys
 
     def _waiting_for_virtual_object(self, kind: str, obj: Cached) -> list[str]:
         """A virtual ConfigMap/Secret appeared or changed: the pods waiting for its host copy."""
@@ -366,6 +395,8 @@ class PodReconciler:
         self.own_writes.reconciling(key)  # this reconcile may decide before the echo of an earlier create
         created = self._created.pop(key, None)
         updated = self._updated.pop(key, None)
+        recheck = key in self._recheck
+        self._recheck.discard(key)
         raw = self.virtual_pods.full(key)
         vpod = trust.tenant_pod(raw) if raw is not None else None  # the trust boundary: all below reads only this
         hpod = self.host_pods.full(self.host_key(namespace, name))
@@ -428,9 +459,9 @@ class PodReconciler:
                     self._updated[key] = updated
                     log.debug("pod %s: the cache has not seen the last update of its host pod yet; its echo "
                               "reconciles the pod", key)
-                    return await self._update(vpod, hpod, decision, unchanged=True)
+                    return await self._update(vpod, hpod, decision, unchanged=True, recheck=recheck)
                 return await self._update(vpod, hpod, decision, unchanged=created == (
-                    _rv(vpod), _rv(hpod), _rv(self.namespaces.get(namespace))))
+                    _rv(vpod), _rv(hpod), _rv(self.namespaces.get(namespace))), recheck=recheck)
         return None
 
     # ------------------------------------------------------------------ the cases
@@ -654,16 +685,21 @@ class PodReconciler:
         await self.recorder.record(PODS, vpod, "Warning", "Orphaned", message, ACTION)
 
     async def _update(self, vpod: Obj, hpod: Obj, decision: gate.GateDecision, *,
-                      unchanged: bool = False) -> float | None:
+                      unchanged: bool = False, recheck: bool = False) -> float | None:
         """Bring the pod pair together (podupdate.py: the virtual pod's labels and annotations the host changed,
         then the host pod's metadata and mutable spec, new ephemeral containers, resized containers and
         readiness-gate conditions; skipped when `unchanged`: both pods are as this process created them), bind
-        the virtual pod, copy the host pod's status, and renew the tokens when due. Returns the seconds until
-        the next token renewal (None: nothing to renew)."""
+        the virtual pod, copy the host pod's status, and renew the tokens when due. First, unless `unchanged` and
+        not `recheck`, the host pod is deleted when a host object it reads became another virtual object's copy
+        (`_delete_reader`). Returns the seconds until the next token renewal (None: nothing to renew)."""
         update_error: Exception | None = None
         held: float | None = None  # seconds until new ephemeral containers held back are looked at again
-        if not unchanged and not await self._violates_pod_security(vpod, decision.runtime_class):
+        if not unchanged or recheck:
             desired, deps = self._translate(vpod)
+            if conflict := self._reads_another_copy(vpod, hpod, desired, deps):
+                await self._delete_reader(vpod, hpod, conflict)
+                return None
+        if not unchanged and not await self._violates_pod_security(vpod, decision.runtime_class):
             plan = podupdate.plan_update(desired, hpod, vpod, vcluster_name=self.vcluster_name)
             if plan.ephemeral:
                 held = await self._hold_ephemeral(vpod, desired, deps, plan)
@@ -695,6 +731,31 @@ class PodReconciler:
             if error is not None:  # binding's once per cause; each is retried with backoff
                 raise error
         return held if due is None else due if held is None else min(due, held)
+
+    def _reads_another_copy(self, vpod: Obj, hpod: Obj, desired: Obj, deps: list[Dependency]) -> str:
+        """How host pod `hpod` of synced pod `vpod` reads a host object that is now the copy of another virtual
+        object than the one it references (references.not_the_copy's words), "" when none does. `desired` and
+        `deps` are `_translate`'s; the references of ephemeral containers not on `hpod` yet are `_hold_ephemeral`'s
+        to check."""
+        added = {c.get("name") for c in (hpod.get("spec") or {}).get("ephemeralContainers") or []
+                 if isinstance(c, dict)}
+        pending = tuple(f"spec.ephemeralContainers[{i}]." for i, c in
+                        enumerate((desired.get("spec") or {}).get("ephemeralContainers") or [])
+                        if isinstance(c, dict) and c.get("name") not in added)
+        return next((why for _, why in self._missing(vpod, [d for d in deps if not d.field.startswith(pending)])
+                     if why), "")
+
+    async def _delete_reader(self, vpod: Obj, hpod: Obj, conflict: str) -> None:
+        """Delete host pod `hpod` of `vpod` at once (grace 0): it reads a host object that became another virtual
+        object's copy after it was synced (`conflict`). A SyncWarning on the virtual pod says why; the pod then
+        goes as one whose host pod vanished (podplan row 12), and its controller's next pod waits with the
+        conflict's SyncWarning (row 14) until the host object is its own namespace's copy again."""
+        meta, hname = vpod["metadata"], hpod["metadata"]["name"]
+        await self._delete_host(hpod, 0)
+        message = f'deleted host pod "{self.host_namespace}/{hname}" of pod "{meta["name"]}": {conflict}'
+        log.warning("deleted host pod %s/%s of virtual pod %s/%s: %s", self.host_namespace, hname, meta["namespace"],
+                    meta["name"], conflict)
+        await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
 
     async def _hold_ephemeral(self, vpod: Obj, desired: Obj, deps: list[Dependency],
                               plan: podupdate.PodUpdate) -> float | None:
