@@ -408,30 +408,30 @@ PAIRS = (("c", "a-x-d-x-b"), ("b-x-c", "a-x-d"), ("d-x-b-x-c", "a"), ("c", "a-x-
 KINDS = {"secret": SECRETS, "configmap": CONFIGMAPS}
 
 
-def refs_of(vpod: Obj) -> list[tuple[str, str]]:
-    """(kind, name) of each ConfigMap/Secret a pod's volumes and envFrom name (Kubernetes' pod spec)."""
-    out: list[tuple[str, str]] = []
+def refs_of(vpod: Obj) -> list[tuple[str, str, bool]]:
+    """(kind, name, optional) of each ConfigMap/Secret a pod's volumes and envFrom name (Kubernetes' pod spec)."""
+    out: list[tuple[str, str, bool]] = []
     for vol in vpod["spec"].get("volumes") or []:
         if "secret" in vol:
-            out.append(("secret", vol["secret"]["secretName"]))
+            out.append(("secret", vol["secret"]["secretName"], bool(vol["secret"].get("optional"))))
         if "configMap" in vol:
-            out.append(("configmap", vol["configMap"]["name"]))
+            out.append(("configmap", vol["configMap"]["name"], bool(vol["configMap"].get("optional"))))
         for src in (vol.get("projected") or {}).get("sources") or []:
             for key, kind in (("secret", "secret"), ("configMap", "configmap")):
                 if key in src:
-                    out.append((kind, src[key]["name"]))
+                    out.append((kind, src[key]["name"], bool(src[key].get("optional"))))
     for c in vpod["spec"]["containers"]:
         for src in c.get("envFrom") or []:
             for key, kind in (("secretRef", "secret"), ("configMapRef", "configmap")):
                 if key in src:
-                    out.append((kind, src[key]["name"]))
+                    out.append((kind, src[key]["name"], bool(src[key].get("optional"))))
     return out
 
 
 objects = st.builds(lambda kind, pair, forged: ("object", kind, *pair, forged), st.sampled_from(tuple(KINDS)),
                     st.sampled_from(PAIRS), st.booleans())
 pods = st.builds(lambda kind, pair, how: ("pod", kind, *pair, how), st.sampled_from(tuple(KINDS)),
-                 st.sampled_from(PAIRS), st.sampled_from(("volume", "envFrom")))
+                 st.sampled_from(PAIRS), st.sampled_from(("volume", "envFrom", "optional volume", "optional envFrom")))
 plans = st.lists(st.one_of(objects, pods), min_size=3, max_size=10)
 
 
@@ -457,11 +457,14 @@ async def _run_plan(tmp: Path, plan: list[tuple[str, str, str, str, Any]]) -> No
                 else:
                     p = pod(f"p{i}", namespace=ns)
                     ref = ({"secretRef": {"name": name}} if kind == "secret" else {"configMapRef": {"name": name}})
-                    if extra == "envFrom":
+                    if extra.endswith("envFrom"):
                         p["spec"]["containers"][0]["envFrom"] = [ref]
                     else:
                         p["spec"]["volumes"] = [{"name": "v", "secret": {"secretName": name}} if kind == "secret"
                                                 else {"name": "v", "configMap": {"name": name}}]
+                    if extra.startswith("optional"):  # may be absent; `optional` sits beside the name
+                        ((p["spec"]["volumes"][0].get("secret") or p["spec"]["volumes"][0].get("configMap"))
+                         if "volumes" in p["spec"] else next(iter(ref.values())))["optional"] = True
                     vpods[(ns, f"p{i}")] = await c.virtual.create(PODS, p, ns)
             # quiescence: every created object's host name is taken (by its own copy or a colliding one's)
             for kind, ns, name in created:
@@ -473,26 +476,34 @@ async def _run_plan(tmp: Path, plan: list[tuple[str, str, str, str, Any]]) -> No
 
 async def check_pods(c: Clusters, syncer: Syncer, vpods: dict[tuple[str, str], Obj]) -> None:
     """The property, at quiescence (host copies, once made, never change whose they are: the plans only create):
-    a pod whose every referenced object's host copy is its own is on the host; one whose reference's host name
-    holds another's copy is not, and says so (the rule's words, from the host object's annotations); a host pod
-    never mounts an object whose annotations or content are another namespace's."""
+    a pod whose every referenced object's host copy is its own (or, for an optional reference, absent) is on the
+    host; one whose reference's host name holds another's copy is not, and says so (the rule's words, from the
+    host object's annotations; a pod synced while its optional reference was absent has its host pod deleted when
+    another's copy takes the name, and says that); a host pod never mounts an object whose annotations or content
+    are another namespace's."""
     async def host_objects() -> dict[tuple[str, str], Obj]:
         return {(kind, o["metadata"]["name"]): o for kind, res in KINDS.items()
                 for o in (await c.host.list(res, HOST_NS))["items"]}
 
     def expectation(objs: dict[tuple[str, str], Obj], ns: str, vpod: Obj) -> tuple[bool, set[str]]:
-        """(every reference's host copy is the pod's own, the conflict messages its references may cause)."""
+        """(every reference's host copy is the pod's own or an optional one's absent, the conflict messages its
+        references may cause)."""
         ok, conflicts = True, set()
-        for kind, name in refs_of(vpod):
+        pod_name = vpod["metadata"]["name"]
+        for kind, name, optional in refs_of(vpod):
             hname = host_name(name, ns, VCLUSTER)
             h = objs.get((kind, hname))
             ann = (h or {}).get("metadata", {}).get("annotations") or {}
-            if h is None or (ann.get(OBJECT_NAMESPACE), ann.get(OBJECT_NAME)) != (ns, name):
+            if (h is None and not optional) or (h is not None and (
+                    ann.get(OBJECT_NAMESPACE), ann.get(OBJECT_NAME)) != (ns, name)):
                 ok = False
             if h is not None and (ann.get(OBJECT_NAMESPACE), ann.get(OBJECT_NAME)) != (ns, name):
-                conflicts.add(f'did not sync pod "{vpod["metadata"]["name"]}" to host yet: the host {kind} '
-                              f'"{hname}" is the copy of {kind} "{ann[OBJECT_NAMESPACE]}/{ann[OBJECT_NAME]}", '
-                              f'not of "{ns}/{name}"')
+                why = (f'the host {kind} "{hname}" is the copy of {kind} "{ann[OBJECT_NAMESPACE]}/'
+                       f'{ann[OBJECT_NAME]}", not of "{ns}/{name}"')
+                conflicts.add(f'did not sync pod "{pod_name}" to host yet: {why}')
+                if optional:  # synced while it was absent, its host pod deleted when the name was taken
+                    conflicts.add(f'deleted host pod "{HOST_NS}/{host_name(pod_name, ns, VCLUSTER)}" of pod '
+                                  f'"{pod_name}": {why}')
         return ok, conflicts
 
     async def settled() -> bool:
@@ -506,8 +517,10 @@ async def check_pods(c: Clusters, syncer: Syncer, vpods: dict[tuple[str, str], O
                       and e["involvedObject"]["name"] == name and e["type"] == "Warning"}
             assert warned <= conflicts, (ns, name, warned, conflicts)
             on_host = host_name(name, ns, VCLUSTER) in hpods
-            # on the host with a reference that is not its own copy: for good, the copies never change hands
-            assert ok or not on_host, f"{ns}/{name} was synced with another's object: {refs_of(vpod)}"
+            # on the host with a required reference that is not its own copy: for good, the copies never change
+            # hands (an optional one absent at the sync may be taken over: then its host pod is deleted)
+            assert ok or not on_host or any(o for *_, o in refs_of(vpod)), \
+                f"{ns}/{name} was synced with another's object: {refs_of(vpod)}"
             if on_host != ok or (conflicts and not warned):
                 return False
         return True
@@ -521,7 +534,9 @@ async def check_pods(c: Clusters, syncer: Syncer, vpods: dict[tuple[str, str], O
     objs = await host_objects()
     for hpod in (await c.host.list(PODS, HOST_NS))["items"]:
         ns = hpod["metadata"]["annotations"][OBJECT_NAMESPACE]
-        for kind, hname in refs_of(hpod):
+        for kind, hname, optional in refs_of(hpod):
+            if optional and (kind, hname) not in objs:
+                continue
             h = objs[(kind, hname)]
             ann = h["metadata"]["annotations"]
             assert ann[OBJECT_NAMESPACE] == ns and host_name(ann[OBJECT_NAME], ns, VCLUSTER) == hname, (hpod, h)
