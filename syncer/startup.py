@@ -33,7 +33,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
-from syncer.kube.client import KubeClient, KubeconfigError, sleep_or_stop
+from syncer.kube.client import KubeClient, KubeconfigError, kubeconfig_fingerprint, sleep_or_stop
 from syncer.kube.clock import Clock, RealClock
 from syncer.manager import Syncer
 from syncer.metrics import Metrics
@@ -126,19 +126,16 @@ class Startup:
             delay = min(delay * 2, MAX_DELAY)
 
 
-def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
-
-
 async def watch_kubeconfigs(clients: Mapping[str, KubeClient], halt: asyncio.Event, clock: Clock | None = None,
                             *, interval: float = CHECK_INTERVAL) -> None:
-    """Read the kubeconfig files `clients` were loaded from (KubeClient.kubeconfig) every `interval` seconds
-    (on `clock`) until `halt` is set.
+    """Read the kubeconfig files `clients` were loaded from (KubeClient.kubeconfig), and the certificate files
+    they name (`kubeconfig_fingerprint`), every `interval` seconds (on `clock`) until `halt` is set.
 
-    The first file whose content differs from what its client was loaded from, and that loads, sets `halt` and
-    ends the watch (the caller starts again with new clients). A changed file that cannot be used (half
-    written, invalid, unreadable) is logged at warning once per content, and the clients in use are kept.
+    The first file whose content (or that of a certificate file it names) differs from what its client was
+    loaded from, and that loads, sets `halt` and ends the watch (the caller starts again with new clients). A
+    changed file that cannot be used (half written, invalid, unreadable) is logged at warning once per content,
+    and the clients in use are kept. A rotated `tokenFile` or an `exec` plugin's credential is refreshed in place
+    by the client (`client.CREDENTIAL_REFRESH`), with no restart.
 
     Reading a small file every few seconds, rather than an inotify watch: it sees an in-place write, an atomic
     rename and a Secret volume's `..data` symlink swap alike, needs no right to list the folder, and costs
@@ -152,7 +149,7 @@ async def watch_kubeconfigs(clients: Mapping[str, KubeClient], halt: asyncio.Eve
     while files and not await sleep_or_stop(interval, halt, clock):
         for name, (path, loaded) in files.items():
             try:
-                text = await asyncio.to_thread(_read, path)
+                text = await asyncio.to_thread(kubeconfig_fingerprint, path)
             except OSError:
                 text = b""  # gone or unreadable: tried below, which says why
             if text == loaded or refused.get(name) == text:

@@ -461,6 +461,16 @@ LISTED = (
              ("tests/test_informer_faults.py", "-k", "410s")),
     Mutation("a half-open watch is never noticed (events do not feed the watchdog)", "syncer/kube/informer.py",
              "            self._heard_at = clock.now()\n", "", ("tests/test_informer_faults.py", "-k", "silent_watch")),
+    Mutation("a kubeconfig's tokenFile or exec credential is loaded once (401 for good once it expires)",
+             "syncer/kube/client.py",
+             "                cfg.refresh_api_key_hook = _CredentialRefresh(loader, source, credential_refresh)",
+             "                pass", ("tests/test_credentials.py",)),
+    Mutation("a kubeconfig's tokenFile read on every request", "syncer/kube/client.py",
+             "        if now < self._due:\n            return\n", "",
+             ("tests/test_credentials.py", "-k", "token_file")),
+    Mutation("a replaced client certificate file goes unnoticed", "syncer/kube/client.py",
+             '                    out.append(b"\\0" + f.read())', '                    out.append(b"\\0")',
+             ("tests/test_credentials.py", "-k", "certificate")),
 )
 
 

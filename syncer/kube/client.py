@@ -20,6 +20,7 @@ import errno
 import logging
 import os
 import ssl
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -156,6 +157,84 @@ def _api_client(source: str, cfg: k8s_client.Configuration) -> k8s_client.ApiCli
         raise KubeconfigError(source, _os_reason(e, with_file=True)) from e
 
 
+CREDENTIAL_REFRESH = 60.0
+"""Seconds between two looks at a kubeconfig user's credential: its `tokenFile` read again (client-go's
+`NewCachedFileTokenSource` re-reads it after a minute: k8s.io/client-go/transport/token_source.go), its `exec`
+plugin run again when its credential expires within 5 minutes (kubernetes-asyncio's `load_from_exec_plugin`)."""
+
+
+class _CredentialRefresh:
+    """kubernetes-asyncio's `refresh_api_key_hook` for a kubeconfig whose user has a `tokenFile` or an `exec`
+    plugin: at most every `every` seconds (monotonic) the library's loader `loader` loads the user again and the
+    bearer token it finds replaces the one in use. The library loads a kubeconfig's credential once; a rotated
+    projected token, or an exec plugin's 15-minute token (EKS), would then be refused for good (401 on every
+    request). A credential that cannot be loaded is logged at warning and the one in use kept (retried `every` s
+    later)."""
+
+    def __init__(self, loader: KubeConfigLoader, source: str, every: float) -> None:
+        self.loader = loader
+        self.source = source
+        self.every = every
+        self._due = time.monotonic() + every
+
+    async def __call__(self, cfg: k8s_client.Configuration) -> None:
+        now = time.monotonic()
+        if now < self._due:
+            return
+        self._due = now + self.every
+        scratch = k8s_client.Configuration()
+        try:
+            await self.loader.load_and_set(scratch)
+        except Exception as e:  # the library's ConfigException, a plugin that failed, a file gone
+            log.warning("could not refresh the credential of %s: %s; the one in use is kept", self.source,
+                        e or type(e).__name__)
+            return
+        token = scratch.api_key.get("BearerToken")
+        if token:
+            cfg.api_key["BearerToken"] = token
+
+
+def _kubeconfig_entry(doc: dict[str, Any], context: str | None, section: str) -> dict[str, Any]:
+    """The `user` (`section` "users") or `cluster` ("clusters") mapping of kubeconfig `doc`'s context `context`
+    (its current one when None), {} when the document names none (the library's loader reports what is wrong)."""
+    def named(entries: str, name: Any, key: str) -> Any:
+        return next((e.get(key) for e in doc.get(entries) or [] if isinstance(e, dict) and e.get("name") == name),
+                    None)
+    ctx = named("contexts", context or doc.get("current-context"), "context")
+    key = section.removesuffix("s")
+    entry = named(section, ctx.get(key), key) if isinstance(ctx, dict) else None
+    return entry if isinstance(entry, dict) else {}
+
+
+def kubeconfig_fingerprint(path: str, context: str | None = None) -> bytes:
+    """The bytes of kubeconfig `path` followed by those of the files it names for its context's cluster and user
+    (`certificate-authority`, `client-certificate`, `client-key`, relative to its folder): a change of any of them
+    (a rotated client certificate) changes the fingerprint. A referenced file that cannot be read counts as empty.
+
+    Raises:
+        OSError: the kubeconfig itself cannot be read.
+    """
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        doc = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+    if not isinstance(doc, dict):
+        return raw
+    folder, out = os.path.dirname(os.path.abspath(path)), [raw]
+    user, cluster = _kubeconfig_entry(doc, context, "users"), _kubeconfig_entry(doc, context, "clusters")
+    for section, key in ((cluster, "certificate-authority"), (user, "client-certificate"), (user, "client-key")):
+        name = section.get(key)
+        if isinstance(name, str) and name:
+            try:
+                with open(os.path.join(folder, name), "rb") as f:
+                    out.append(b"\0" + f.read())
+            except OSError:
+                out.append(b"\0")
+    return b"".join(out)
+
+
 def _read_kubeconfig(source: str, path: str) -> tuple[bytes, dict[str, Any], str]:
     """A kubeconfig file's bytes, its YAML document and the folder its relative paths start from. Raises
     KubeconfigError naming `source`."""
@@ -221,11 +300,13 @@ class KubeClient:
     @classmethod
     async def from_kubeconfig(cls, path: str, cluster: str, context: str | None = None,
                               request_timeout: float = 30.0, user_agent: str = DEFAULT_USER_AGENT,
-                              server: str | None = None) -> KubeClient:
+                              server: str | None = None, credential_refresh: float = CREDENTIAL_REFRESH) -> KubeClient:
         """Build a client from a kubeconfig file (its current context unless `context` is given); `server`, when
         given, replaces the cluster's `server` URL (the CA and credentials stay, as with kubectl's --server).
         Paths in it (`certificate-authority`, `client-certificate`, `tokenFile`) are relative to the file's
-        folder, as kubectl reads them.
+        folder, as kubectl reads them. A user's `tokenFile` is read again, and its `exec` plugin run again before
+        its credential expires, every `credential_refresh` seconds (`CREDENTIAL_REFRESH`); `kubeconfig` holds the
+        file's path and its fingerprint (`kubeconfig_fingerprint`: the file and the certificate files it names).
 
         Raises:
             KubeconfigError: the file is missing, unreadable, not a kubeconfig, or unusable (a referenced
@@ -237,6 +318,9 @@ class KubeClient:
         try:
             loader = KubeConfigLoader(config_dict=doc, active_context=context, config_base_path=folder)
             await loader.load_and_set(cfg)
+            user = _kubeconfig_entry(doc, context, "users")
+            if "tokenFile" in user or "exec" in user:
+                cfg.refresh_api_key_hook = _CredentialRefresh(loader, source, credential_refresh)
         except OSError as e:
             raise KubeconfigError(source, _os_reason(e, with_file=True)) from e
         except Exception as e:  # the library's ConfigException, and its asserts and lookups on odd shapes
@@ -244,7 +328,10 @@ class KubeClient:
         if server:
             cfg.host = server.rstrip("/")
         client = cls(_api_client(source, cfg), cluster, request_timeout, user_agent)
-        client.kubeconfig = (path, raw)
+        try:
+            client.kubeconfig = (path, kubeconfig_fingerprint(path, context))
+        except OSError:  # gone since it was read: the watch sees the change
+            client.kubeconfig = (path, raw)
         return client
 
     @classmethod
