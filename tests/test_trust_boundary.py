@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kubesim.vcluster import host_name
-from syncer.kube.resources import PODS, RUNTIMECLASSES, SECRETS
+from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES, SECRETS
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc, rc_config, running_syncer
 
 Obj = dict[str, Any]
@@ -168,6 +168,17 @@ async def test_a_tenant_secret_named_like_a_token_secret_is_neither_written_nor_
         await clusters.virtual.create(PODS, pod("web"), "default")
         await eventually(lambda: syncer.pod_queue.num_requeues("default/web") >= 1, "the create refused and retried")
         assert host_pod(clusters, "web") is None  # its token has nowhere safe to go: not created
+        await eventually(lambda: [e["message"] for e in clusters.virtual_server.storage.objects(EVENTS).values()
+                                  if e["involvedObject"]["name"] == "web" and e["reason"] == "SyncError"] == [
+            f'did not sync pod "web" to host because host secret {HOST_NS}/{token_secret} is not the token secret of '
+            "pod default/web (another object holds its name); its tokens are not written there: the server rejected "
+            "our request due to an error in our request: rename the pod, or the virtual Secret or pod that holds the "
+            "name"], "the tenant told why")  # the 422 of a failed JSON-patch test (apimachinery's words)
+        retries = syncer.pod_queue.num_requeues("default/web")
+        await eventually(lambda: syncer.pod_queue.num_requeues("default/web") >= retries + 2, "retried twice more")
+        told = [e for e in clusters.virtual_server.storage.objects(EVENTS).values()
+                if e["involvedObject"]["name"] == "web" and e["reason"] == "SyncError"]
+        assert [e.get("count", 1) for e in told] == [1]  # once per cause, not per retry
         await clusters.virtual.delete(PODS, "web", "default", grace_period_seconds=0)
         await eventually(lambda: clusters.virtual_server.storage.get(PODS, "default", "web") is None, "web gone")
         await syncer.wait_idle()

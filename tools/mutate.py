@@ -471,6 +471,12 @@ LISTED = (
     Mutation("a replaced client certificate file goes unnoticed", "syncer/kube/client.py",
              '                    out.append(b"\\0" + f.read())', '                    out.append(b"\\0")',
              ("tests/test_credentials.py", "-k", "certificate")),
+    Mutation("a pod whose token Secret name is taken is held back without a word to the tenant",
+             "syncer/controllers/pods.py", 'holds the name")\n            if w.warned != message:',
+             'holds the name")\n            if False:', ("tests/test_trust_boundary.py", "-k", "named_like_a_token")),
+    Mutation("a pod whose token Secret name is taken is told so on every retry", "syncer/controllers/pods.py",
+             'holds the name")\n            if w.warned != message:', 'holds the name")\n            if True:',
+             ("tests/test_trust_boundary.py", "-k", "named_like_a_token")),
 )
 
 

@@ -37,7 +37,7 @@ from typing import Any
 from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
 from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, translate
-from syncer.controllers.podtokens import ServiceAccountTokens
+from syncer.controllers.podtokens import ServiceAccountTokens, TokenSecretTaken
 from syncer.controllers.podtranslate import affinity, tokens, trust
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import (
@@ -509,7 +509,16 @@ class PodReconciler:
         missing = self._missing(vpod, deps)
         if missing:
             return await self._wait(vpod, missing)
-        secret = await self.tokens.apply(vpod, desired)
+        try:
+            secret = await self.tokens.apply(vpod, desired)
+        except TokenSecretTaken as e:  # retried with backoff; the tenant is told once per cause
+            w = self._waiting_since(vpod, self.clock.now())
+            message = (f'did not sync pod "{vpod["metadata"]["name"]}" to host because {e}: rename the pod, or the '
+                       "virtual Secret or pod that holds the name")
+            if w.warned != message:
+                await self.recorder.record(PODS, vpod, "Warning", "SyncError", message, ACTION)
+                w.warned = message
+            raise
         # A pod debugged before its host pod is created (kept out by the gate until then, or its unstarted host pod
         # gone): the API server takes ephemeral containers through pods/ephemeralcontainers only (ValidatePodCreate:
         # "cannot be set on create"), so the create leaves them out and the reconcile of its echo adds them. vcluster

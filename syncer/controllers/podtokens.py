@@ -44,6 +44,12 @@ Obj = dict[str, Any]
 _SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # a valid Secret data key (ValidateSecret: IsConfigMapKey)
 
 
+class TokenSecretTaken(ReconcileError):
+    """Another object holds the name of a pod's token Secret (`ServiceAccountTokens.secret_name`): a virtual Secret
+    `<pod>-sa-token` synced by vcluster, or the token Secret of a pod whose name and namespace join to the same
+    name. The pod is not created until the name is free; its reconciler tells the tenant."""
+
+
 class ServiceAccountTokens:
     """Requests tokens for host pods and keeps their Secrets (Secret mode).
 
@@ -132,7 +138,7 @@ class ServiceAccountTokens:
         one written for that pod (`_ours`).
 
         Raises:
-            ReconcileError: another object holds the Secret's name (the host answered 422 to a failed test).
+            TokenSecretTaken: another object holds the Secret's name (the host answered 422 to a failed test).
             ApiError: the write failed otherwise.
         """
         secret = self.secret_name(namespace, name)
@@ -144,9 +150,9 @@ class ServiceAccountTokens:
         except ApiError as e:
             if e.status != 422:
                 raise
-            raise ReconcileError(f'host secret {self.host_namespace}/{secret} is not the token secret of pod '
-                                 f'{namespace}/{name} (another object holds its name); its tokens are not written '
-                                 f'there: {e.message}') from e
+            raise TokenSecretTaken(f'host secret {self.host_namespace}/{secret} is not the token secret of pod '
+                                   f'{namespace}/{name} (another object holds its name); its tokens are not written '
+                                   f'there: {e.message}') from e
 
     def _renew_at(self, valid: Iterable[int | None]) -> float:
         """When to renew tokens just issued (Unix seconds): after RENEW_AFTER of the shortest time one of them is
