@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesim.vcluster import host_name
-from syncer.kube.client import ApiError
+from syncer.kube.client import DEFAULT_USER_AGENT, ApiError
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import (
     CONFIGMAPS,
@@ -39,7 +39,7 @@ from syncer.kube.resources import (
 )
 from syncer.kube.wait import wait_for
 from syncer.manager import Syncer
-from tests.conftest import HOST_NS, VCLUSTER, Clusters, open_clusters, pod, rc_config, running_syncer
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, open_clusters, pod, rc_config, running_syncer
 
 Obj = dict[str, Any]
 FORCE_SYNC = "vcluster.loft.sh/force-sync"
@@ -222,6 +222,34 @@ async def test_attack_4_through_a_host_name_taken_over_after_the_sync(clusters: 
         await syncer.wait_idle()
         assert host_name("bystander", "b-x-c", VCLUSTER) in {
             p["metadata"]["name"] for p in (await clusters.host.list(PODS, HOST_NS))["items"]}
+
+
+async def test_attack_4_through_a_host_name_taken_over_while_the_create_is_on_its_way(clusters: Clusters) -> None:
+    # The pod's references are checked, then its host pod is created: c's copy may take the name in between (found
+    # by the property below). The copy's event comes while the pod has no host pod yet; the pod is looked at again
+    # once its create is done, and its host pod deleted.
+    await namespaces(clusters, "b-x-c", "c")
+    thief = secret_volume_pod("thief", "b-x-c", "a")
+    thief["spec"]["volumes"][0]["secret"]["optional"] = True
+    hname = host_name("thief", "b-x-c", VCLUSTER)
+    async with running_syncer(clusters, rc_config(), clock=FakeClock()) as syncer:
+        await clusters.virtual.create(NAMESPACES, {"metadata": {"name": "other"}})  # the stand-in's CA copies first
+        await syncer.wait_idle()
+        held = clusters.host_server.faults.hold(verb="create", resource="pods", agent=DEFAULT_USER_AGENT)
+        await clusters.virtual.create(PODS, thief, "b-x-c")
+        await held.wait_hits(1)  # checked (no `a` then), its create on its way
+        await clusters.virtual.create(SECRETS, {"metadata": {"name": "a-x-b", "annotations": {FORCE_SYNC: "true"}},
+                                                "stringData": {"token": "c's secret"}}, "c")
+        await host_object(clusters, SECRETS, COLLIDING, "c's copy under the name")
+        secrets = syncer.pod_reconciler.host_objects["secret"]
+        await eventually(lambda: secrets.get(f"{HOST_NS}/{COLLIDING}") is not None, "the copy in the syncer's cache")
+        held.release()
+        await host_object(clusters, PODS, hname, "the create done")
+        await wait_for(clusters.host, PODS, lambda o: f"{HOST_NS}/{hname}" not in o, namespace=HOST_NS, timeout=10,
+                       what="the host pod that would read c's Secret deleted")
+        events = await warnings_in(clusters, "b-x-c", "thief", "the SyncWarning")
+        assert any(e["message"].startswith(f'deleted host pod "{HOST_NS}/{hname}" of pod "thief": the host secret '
+                                           f'"{COLLIDING}" is the copy of secret "c/a-x-b"') for e in events), events
 
 
 async def test_attack_4_through_a_debug_container_added_after_the_sync(clusters: Clusters) -> None:

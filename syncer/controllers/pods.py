@@ -345,12 +345,13 @@ class PodReconciler:
         return waiting + [k for k in self._readers_of_another_copy(obj) if k not in waiting]
 
     def _readers_of_another_copy(self, obj: Cached) -> list[str]:
-        """Keys of the virtual pods with a host pod that may name host object `obj` meaning another virtual object
-        than the one it is the copy of: those of the namespaces whose object would have the same host name
-        (`<name>-x-<namespace>`, split at another `-x-`: Secret `a` of `b-x-c` and `a-x-b` of `c`). The name is
-        taken over after the pod was synced: an optional reference to an object absent then, or the pod's own
-        object deleted and another namespace's copy synced under its freed name. Their reconcile checks their
-        references again (`_update`). [] for an object whose annotations name no virtual object."""
+        """Keys of the virtual pods that may name host object `obj` meaning another virtual object than the one it
+        is the copy of: those of the namespaces whose object would have the same host name (`<name>-x-<namespace>`,
+        split at another `-x-`: Secret `a` of `b-x-c` and `a-x-b` of `c`). The name is taken over after the pod
+        was synced, or while its create is on its way (checked before): an optional reference to an object absent
+        then, or the pod's own object deleted and another namespace's copy synced under its freed name. Their next
+        reconcile checks their references again (`_update`, even for a pod as it was created). [] for an object
+        whose annotations name no virtual object."""
         ann = sub_field(obj, "metadata", "annotations")
         name, ns = (ann.get(OBJECT_NAME), ann.get(OBJECT_NAMESPACE)) if isinstance(ann, dict) else (None, None)
         if not isinstance(name, str) or not isinstance(ns, str):
@@ -359,9 +360,8 @@ class PodReconciler:
         i = joined.find("-x-")
         while i != -1:
             other = joined[i + 3:]
-            if other != ns and joined[:i]:
-                keys += [k for k in self.virtual_pods.keys_by_index(NAMESPACE_INDEX, other)
-                         if self.host_pods.get(self.host_key(other, split_key(k)[1])) is not None]
+            if other != ns and joined[:i]:  # those not on the host yet too: one may be on its way there
+                keys += self.virtual_pods.keys_by_index(NAMESPACE_INDEX, other)
             i = joined.find("-x-", i + 1)
         self._recheck.update(keys)
         return keys
