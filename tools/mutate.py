@@ -486,6 +486,13 @@ LISTED = (
     Mutation("a pod as it was created is not checked again when its host name is taken over",
              "syncer/controllers/pods.py", "        self._recheck.update(keys)\n", "",
              ("tests/test_hostile_references.py", "-k", "taken_over_after")),
+    Mutation("every change of a colliding copy wakes every pod of the namespace it splits to (a tenant's updates "
+             "keep the syncer busy)", "syncer/controllers/pods.py",
+             "                    if spec is None or needle in spec:", "                    if True:",
+             ("tests/test_hostile_references.py", "-k", "wakes_only")),
+    Mutation("a colliding copy wakes no pod that names it", "syncer/controllers/pods.py",
+             "                    if spec is None or needle in spec:", "                    if spec is None:",
+             ("tests/test_hostile_references.py", "-k", "taken_over_after")),
 )
 
 

@@ -59,8 +59,9 @@ from syncer.controllers.sources import (
     SERVICEACCOUNT,
     Sources,
 )
+from syncer.kube import jsonutil
 from syncer.kube.builder import ControllerBuilder, InformerFactory, OwnWrites
-from syncer.kube.cache import Cached, Store, field_equal, object_key, rest_equal, split_key, sub_field
+from syncer.kube.cache import Cached, Packed, Store, field_equal, object_key, rest_equal, split_key, sub_field
 from syncer.kube.cache import field as cached_field
 from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import ApiError, KubeClient
@@ -361,7 +362,14 @@ class PodReconciler:
         while i != -1:
             other = joined[i + 3:]
             if other != ns and joined[:i]:  # those not on the host yet too: one may be on its way there
-                keys += self.virtual_pods.keys_by_index(NAMESPACE_INDEX, other)
+                # only the pods whose spec names it (its JSON string in the cached spec's bytes, not decoded): an
+                # update of a copy a tenant makes, its namespace chosen to split so, then wakes no other pods
+                needle = jsonutil.dumps(joined[:i])
+                for k in self.virtual_pods.keys_by_index(NAMESPACE_INDEX, other):
+                    cached = self.virtual_pods.get(k)
+                    spec = cached.rest("spec") if isinstance(cached, Packed) else None
+                    if spec is None or needle in spec:
+                        keys.append(k)
             i = joined.find("-x-", i + 1)
         self._recheck.update(keys)
         return keys
