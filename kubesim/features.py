@@ -7,7 +7,9 @@ API server drops it silently before validation (unless the old object already us
 
 - `PodLevelResources` (pod `spec.resources`): off in 1.32 and 1.33 (alpha), on from 1.34 (beta);
 - `PodObservedGenerationTracking` (pod `status.observedGeneration` and `status.conditions[].observedGeneration`):
-  off in 1.33 (alpha; the fields do not exist before), on from 1.34 (beta).
+  off in 1.33 (alpha; the fields do not exist before), on from 1.34 (beta);
+- `UserNamespacesSupport` (pod `spec.hostUsers`): off up to 1.32 (alpha 1.28-1.29, beta off 1.30-1.32), on from 1.33
+  (beta); `dropDisabledFields` clears `hostUsers` unless the old pod uses it (`hostUsersInUse`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 Obj = dict[str, Any]
 POD_LEVEL_RESOURCES = 34  # first minor version with PodLevelResources on by default
 POD_OBSERVED_GENERATION = 34  # first minor version with PodObservedGenerationTracking on by default
+USER_NAMESPACES = 33  # first minor version with UserNamespacesSupport on by default
 
 
 def _resources_in_use(spec: Any) -> bool:
@@ -26,11 +29,17 @@ def _resources_in_use(spec: Any) -> bool:
 
 
 def drop_disabled_pod_fields(pod: Obj, old: Obj | None, minor: int) -> None:
-    """`dropDisabledPodLevelResources` for a server of Kubernetes 1.`minor` with default gates (mutates `pod`):
-    before 1.34 a pod's `spec.resources` is removed unless the old pod (None on create) already has it."""
+    """`dropDisabledPodLevelResources` and `dropDisabledFields`' user-namespace rule for a server of Kubernetes
+    1.`minor` with default gates (mutates `pod`): before 1.34 a pod's `spec.resources`, before 1.33 its
+    `spec.hostUsers`, is removed unless the old pod (None on create) already has it."""
     spec = pod.get("spec")
-    if minor < POD_LEVEL_RESOURCES and isinstance(spec, dict) and not _resources_in_use((old or {}).get("spec")):
+    if not isinstance(spec, dict):
+        return
+    old_spec = (old or {}).get("spec")
+    if minor < POD_LEVEL_RESOURCES and not _resources_in_use(old_spec):
         spec.pop("resources", None)
+    if minor < USER_NAMESPACES and (not isinstance(old_spec, dict) or old_spec.get("hostUsers") is None):
+        spec.pop("hostUsers", None)
 
 
 def _observed_generation_in_use(status: Any) -> bool:

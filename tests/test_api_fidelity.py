@@ -199,6 +199,17 @@ async def test_pod_observed_generation_is_dropped_silently_before_1_34(clusters:
     assert got == (status if kept else {"conditions": [{"type": "Ready", "status": "True"}]})
 
 
+@pytest.mark.parametrize(("minor", "kept"), [(32, False), (33, True)])
+async def test_pod_host_users_is_dropped_silently_before_1_33(clusters: Clusters, minor: int, kept: bool) -> None:
+    # kube_features.go: UserNamespacesSupport beta but off in 1.30-1.32, on from 1.33; pkg/api/pod/util.go
+    # dropDisabledFields clears hostUsers of a new pod while it is off (unless the old pod uses it), dry run or not
+    clusters.host_server.minor = minor
+    asked = await clusters.host.create(PODS, with_spec(hostUsers=False), NS, dry_run=True)
+    created = await clusters.host.create(PODS, with_spec(hostUsers=False), NS)
+    assert asked["spec"].get("hostUsers") == created["spec"].get("hostUsers") == (False if kept else None)
+    assert [p["metadata"]["name"] for p in (await clusters.host.list(PODS, NS))["items"]] == ["p"]  # stored once
+
+
 async def test_runtime_class_validation(clusters: Clusters) -> None:
     with pytest.raises(ApiError) as err:
         await clusters.host.create(RUNTIMECLASSES, rc("x", "run.sc"))

@@ -209,3 +209,66 @@ def test_labels_that_were_already_invalid_do_not_block_other_changes() -> None:
     assert err.value.status()["message"] == (
         'Namespace "apps" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: '
         '"stricter": must be one of privileged, baseline, restricted')
+
+
+def root_in_a_user_namespace(name: str) -> Obj:
+    """A pod that meets `restricted` only through `hostUsers: false`: it runs as root, which the 1.35 checks allow
+    in a user namespace (pod-security-admission policy/helpers.go `relaxPolicyForUserNamespacePod`)."""
+    p = pod(name, securityContext={"runAsUser": 0, "runAsNonRoot": False, "seccompProfile": {"type": "RuntimeDefault"}})
+    p["spec"]["hostUsers"] = False
+    p["spec"]["containers"][0]["securityContext"] = {"allowPrivilegeEscalation": False,
+                                                     "capabilities": {"drop": ["ALL"]}}
+    return p
+
+
+# policy/check_runAsNonRoot.go and check_runAsUser.go: what `restricted` finds in that pod without `hostUsers`
+ROOT_WORDS = ("runAsNonRoot != true (pod must not set securityContext.runAsNonRoot=false), "
+              "runAsUser=0 (pod must not set runAsUser=0)")
+DROPPED = ("(the host API server drops spec.hostUsers: its UserNamespacesSupport feature gate is off, so the pod would "
+           "not run in a user namespace)")
+
+
+@pytest.mark.parametrize("host_minor", [32, 33])
+async def test_root_in_a_user_namespace_is_synced_only_to_a_host_that_keeps_host_users(
+        clusters: Clusters, host_minor: int) -> None:
+    # UserNamespacesSupport is off by default up to 1.32 (kubernetes pkg/features), and a host whose gate is off
+    # drops spec.hostUsers silently (pkg/api/pod/util.go dropDisabledFields): the pod would run as root in the
+    # node's user namespace, which `restricted` forbids. The virtual cluster (1.34) keeps the field.
+    clusters.virtual_server.minor, clusters.host_server.minor = 34, host_minor
+    doc = rc_config()
+    doc["policies"] = {"podSecurityStandard": "restricted"}
+    async with running_syncer(clusters, doc) as syncer:
+        await clusters.virtual.create(PODS, root_in_a_user_namespace("userns"), "default")
+        if host_minor >= 33:
+            synced = (await host_pods(clusters, lambda o: hname("userns") in o, "synced"))[hname("userns")]
+            assert synced["spec"]["hostUsers"] is False
+            return
+        events = await warnings_for(clusters, "userns")
+        assert (events[0]["reason"], events[0]["message"]) == (
+            "SyncError", f'Pod userns is forbidden: violates PodSecurity "restricted:latest": {ROOT_WORDS} {DROPPED}')
+        await syncer.wait_idle()
+    creates = [p for m, p, _ in clusters.host_server.requests if m == "POST" and p.endswith("/pods")]
+    assert len(creates) == 1, creates  # the dry run: asked, never created (nor deleted)
+    assert not [p for m, p, _ in clusters.host_server.requests if m == "DELETE" and "/pods/" in p]
+    assert hname("userns") not in {p["metadata"]["name"] for p in (await clusters.host.list(PODS, HOST_NS))["items"]}
+
+
+async def test_without_a_dry_run_the_created_host_pod_is_looked_at_and_deleted(clusters: Clusters) -> None:
+    # A host admission webhook without dry-run support fails the dry run (kube-apiserver: 400); the pod is then
+    # created, the field is found dropped on the created pod, which is deleted at once and not created again.
+    clusters.virtual_server.minor, clusters.host_server.minor = 34, 32
+    doc = rc_config()
+    doc["policies"] = {"podSecurityStandard": "restricted"}
+    clusters.host_server.faults.fail(400, verb="create", resource="pods", times=1)  # the dry run
+    async with running_syncer(clusters, doc) as syncer:
+        await clusters.virtual.create(PODS, root_in_a_user_namespace("userns"), "default")
+        events = await warnings_for(clusters, "userns")
+        assert (events[0]["reason"], events[0]["message"]) == (
+            "SyncError", f'Pod userns is forbidden: violates PodSecurity "restricted:latest": {ROOT_WORDS} {DROPPED}')
+        await syncer.wait_idle()
+        assert hname("userns") not in {
+            p["metadata"]["name"] for p in (await clusters.host.list(PODS, HOST_NS))["items"]}
+    creates = [p for m, p, _ in clusters.host_server.requests if m == "POST" and p.endswith("/pods")]
+    assert len(creates) == 2, creates  # the dry run that failed, the create
+    deletes = [p for m, p, _ in clusters.host_server.requests if m == "DELETE" and "/pods/" in p]
+    assert len(deletes) == 1, deletes

@@ -492,6 +492,17 @@ LISTED = (
     Mutation("a colliding copy wakes no pod that names it", "syncer/controllers/pods.py",
              "                    if spec is None or needle in spec:", "                    if spec is None:",
              ("tests/test_hostile_references.py", "-k", "taken_over_after")),
+    Mutation("a pod that meets Pod Security only in a user namespace is synced to a host that drops hostUsers",
+             "syncer/controllers/pods.py", "        if not self._needs_user_namespace(vpod):\n            return False",
+             "        if True:\n            return False", ("tests/test_podsecurity_http.py", "-k", "user_namespace")),
+    Mutation("a created host pod that lost hostUsers (no dry run) is left running as root",
+             "syncer/controllers/pods.py", '        if drops is None and (created.get("spec") or {}).get("hostUsers")',
+             '        if False and (created.get("spec") or {}).get("hostUsers")',
+             ("tests/test_podsecurity_http.py", "-k", "dry_run")),
+    Mutation("a pod refused for a dropped hostUsers is created and deleted again and again",
+             "syncer/controllers/pods.py",
+             '        if self._userns_refused.get(object_key(vpod)) == vpod["metadata"].get("uid"):',
+             "        if False:", ("tests/test_podsecurity_http.py", "-k", "dry_run")),
 )
 
 

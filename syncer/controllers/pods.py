@@ -270,6 +270,9 @@ class PodReconciler:
         # synced pods whose references a host object's event asks to check again (`_readers_of_another_copy`), even
         # when the reconcile finds both pods unchanged; popped by the next reconcile of the key
         self._recheck: set[str] = set()
+        # pods refused because the host dropped the `hostUsers: false` they need (seen on a created host pod, which
+        # was deleted): key -> uid; the field cannot change, so such a pod is not created again (popped when gone)
+        self._userns_refused: dict[str, str] = {}
         self.own_writes = OwnWrites()  # the host pods this process created, by key and resourceVersion
         self._binding_failures: set[tuple[str, str, str, int]] = set()  # causes already logged
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects or a taken host name, by key
@@ -414,6 +417,7 @@ class PodReconciler:
             self._skipped.pop(key, None)
         if vpod is None:
             self._waiting.pop(key, None)
+            self._userns_refused.pop(key, None)
             self.tokens.failing.pop(key, None)
         unrecorded = self._unrecorded.pop(key, None)
         if unrecorded is not None and vpod is not None and unrecorded[0] == vpod["metadata"].get("uid", ""):
@@ -517,6 +521,11 @@ class PodReconciler:
         missing = self._missing(vpod, deps)
         if missing:
             return await self._wait(vpod, missing)
+        if self._userns_refused.get(object_key(vpod)) == vpod["metadata"].get("uid"):
+            return None
+        drops = await self._host_drops_user_namespace(vpod, desired, resolution.runtime_class)
+        if drops:
+            return None
         try:
             secret = await self.tokens.apply(vpod, desired)
         except TokenSecretTaken as e:  # retried with backoff; the tenant is told once per cause
@@ -536,6 +545,11 @@ class PodReconciler:
                                           settled=None if later else namespace_version)
         if created is None:  # another pod holds the host name: look again, it may go (vcluster retries with backoff)
             return WAIT_RECHECK
+        if drops is None and (created.get("spec") or {}).get("hostUsers") is not False:  # no dry run: seen now
+            self._userns_refused[object_key(vpod)] = vpod["metadata"].get("uid", "")
+            await self._delete_host(created, 0)
+            await self._refuse_user_namespace(vpod, resolution.runtime_class)
+            return None
         self._waiting.pop(object_key(vpod), None)
         if secret is not None:
             await self.tokens.own(vpod, created)
@@ -814,6 +828,47 @@ class PodReconciler:
         log.info("did not sync pod %s/%s: %s", vpod["metadata"]["namespace"], name, message)
         await self.recorder.record(PODS, vpod, "Warning", "SyncError", message, ACTION)
         return True
+
+    def _needs_user_namespace(self, vpod: Obj) -> list[str]:
+        """What the Pod Security standard would find in `vpod` without its `spec.hostUsers: false` ([] when it sets
+        no such field, no standard is configured, or it meets the standard without it): the 1.35 checks waive
+        running as root in a user namespace (pod-security-admission policy/helpers.go
+        `relaxPolicyForUserNamespacePod`)."""
+        level = self.config.raw.policies.podSecurityStandard
+        spec = vpod.get("spec") or {}
+        if not level or spec.get("hostUsers") is not False:
+            return []
+        return podsecurity.violations(level, vpod["metadata"], {k: v for k, v in spec.items() if k != "hostUsers"})
+
+    async def _host_drops_user_namespace(self, vpod: Obj, desired: Obj, rc_name: str) -> bool | None:
+        """For a pod that meets the Pod Security standard only through `spec.hostUsers: false`
+        (`_needs_user_namespace`): whether the host API server drops that field, as it does while its
+        `UserNamespacesSupport` feature gate is off (the default up to 1.32; kubernetes pkg/api/pod/util.go
+        `dropDisabledFields`), so that the pod would run as root in the node's user namespace. Asked of the host
+        with a dry-run create of `desired` (nothing is stored). True: the pod is refused (a SyncError, as
+        `_violates_pod_security`'s); False: the host keeps the field, or the pod does not rely on it; None: the dry
+        run failed (a webhook without dry-run support...), the created host pod is looked at instead."""
+        if not self._needs_user_namespace(vpod):
+            return False
+        try:
+            stored = await self.host.create(PODS, desired, self.host_namespace, dry_run=True)
+        except ApiError:
+            return None
+        if (stored.get("spec") or {}).get("hostUsers") is False:
+            return False
+        await self._refuse_user_namespace(vpod, rc_name)
+        return True
+
+    async def _refuse_user_namespace(self, vpod: Obj, rc_name: str) -> None:
+        """Tell the tenant that pod `vpod` is refused because the host drops its `spec.hostUsers: false`."""
+        level = self.config.raw.policies.podSecurityStandard
+        name = vpod["metadata"]["name"]
+        message = (f'Pod {name} is forbidden: violates PodSecurity "{level}:latest": '
+                   f'{", ".join(self._needs_user_namespace(vpod))} (the host API server drops spec.hostUsers: its '
+                   "UserNamespacesSupport feature gate is off, so the pod would not run in a user namespace)")
+        self.metrics.pods_refused.labels(self._class_label(rc_name)).inc()
+        log.info("did not sync pod %s/%s: %s", vpod["metadata"]["namespace"], name, message)
+        await self.recorder.record(PODS, vpod, "Warning", "SyncError", message, ACTION)
 
     async def _copy_status(self, vpod: Obj, hpod: Obj) -> None:
         """Copy the host pod's status to the virtual pod (translate.status_update) when they differ: to that pod

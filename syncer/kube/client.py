@@ -466,9 +466,12 @@ class KubeClient:
         return await self._json("get", res, "GET", res.path(namespace, name),
                                 accept=METADATA_ACCEPT if metadata_only else "application/json")
 
-    async def create(self, res: APIResource, obj: Obj, namespace: str | None = None) -> Obj:
-        """Create an object; returns it as stored. Raises ApiError (409 AlreadyExists, 403, 422...)."""
-        return await self._json("create", res, "POST", res.path(namespace), body=obj)
+    async def create(self, res: APIResource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False) -> Obj:
+        """Create an object; returns it as stored, or with `dry_run` (`dryRun=All`) as it would be stored: through
+        defaulting, field drops, admission and validation, without persisting it. Raises ApiError (409
+        AlreadyExists, 403, 422...)."""
+        return await self._json("create", res, "POST", res.path(namespace), body=obj,
+                                query=[("dryRun", "All")] if dry_run else None)
 
     async def replace(self, res: APIResource, obj: Obj, namespace: str | None = None,
                       subresource: str | None = None) -> Obj:
