@@ -63,6 +63,11 @@ async def test_validate(tmp_path: Path) -> None:
     assert ("error: invalid sync.fromHost.runtimeClasses.selector: for 'in', 'notin' operators, values set can't "
             "be empty (at sync.fromHost.runtimeClasses.selector.matchExpressions[0].values)") in err
     assert "need to use one of: expression, labels or reference" in err
+    # a key or value that ends in a newline (YAML's "|" block, or a quoted "\n") is not a label key or value
+    newline = write(tmp_path, "newline.yaml", 'sync:\n  fromHost:\n    runtimeClasses:\n      enabled: true\n'
+                    '      selector:\n        matchLabels: {"environment\\n": development}\n')
+    code, _, err = await run_cli("validate", "--config", str(newline))
+    assert code == 2 and 'invalid label key "environment\n"' in err, err
 
 
 async def test_invalid_config_exits_2_before_any_api_request(clusters: Clusters, tmp_path: Path) -> None:

@@ -66,6 +66,9 @@ def test_expression_errors(expr: dict, message: str, path: str) -> None:
     ("Example.com/x", "prefix part a lowercase RFC 1123 subdomain"),
     ("a/b/c", "a qualified name must consist of alphanumeric characters"),
     ("/x", "prefix part must be non-empty"),
+    # Go's regexp `$` matches only at the end of the text; Python's also before a last newline
+    ("environment\n", "name part must consist of alphanumeric characters"),
+    ("example.com\n/x", "prefix part a lowercase RFC 1123 subdomain"),
 ])
 def test_invalid_keys(key: str, fragment: str) -> None:
     with pytest.raises(SelectorError) as err:
@@ -74,7 +77,7 @@ def test_invalid_keys(key: str, fragment: str) -> None:
     assert fragment in err.value.reason
 
 
-@pytest.mark.parametrize("value", ["x" * 64, "-lead", "trail-", "sp ace"])
+@pytest.mark.parametrize("value", ["x" * 64, "-lead", "trail-", "sp ace", "gold\n"])
 def test_invalid_values(value: str) -> None:
     with pytest.raises(SelectorError) as err:
         from_label_selector({"matchExpressions": [{"key": "k", "operator": "In", "values": ["ok", value]}]})

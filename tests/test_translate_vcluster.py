@@ -46,7 +46,8 @@ def test_parse_toleration(text: str, want: Obj) -> None:
 
 @pytest.mark.parametrize("text", ["key=value,wrong:NoSchedule",  # "Should get bad label error"
                                   "key=value:Effec:Effect",  # "Should get invalid toleration"
-                                  "key=value=value"])  # "Should get invalid toleration"
+                                  "key=value=value",  # "Should get invalid toleration"
+                                  "key=val\n:NoSchedule"])  # not a label value (Go's `$` is the text's end)
 def test_parse_toleration_errors(text: str) -> None:
     with pytest.raises(TolerationError, match="invalid toleration spec"):
         parse_toleration(text)

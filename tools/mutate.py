@@ -503,6 +503,15 @@ LISTED = (
              "syncer/controllers/pods.py",
              '        if self._userns_refused.get(object_key(vpod)) == vpod["metadata"].get("uid"):',
              "        if False:", ("tests/test_podsecurity_http.py", "-k", "dry_run")),
+    Mutation("a selector key ending in a newline accepted (Python's `$` before a last newline)",
+             "syncer/config/selector.py", "_QUALIFIED_NAME_RE.fullmatch(name)", "_QUALIFIED_NAME_RE.match(name)",
+             ("tests/test_selector.py", "-k", "invalid_keys")),
+    Mutation("a selector value ending in a newline accepted", "syncer/config/selector.py",
+             "_LABEL_VALUE_RE.fullmatch(value)", "_LABEL_VALUE_RE.match(value)",
+             ("tests/test_selector.py", "-k", "invalid_values")),
+    Mutation("an enforced toleration value ending in a newline accepted", "syncer/config/tolerations.py",
+             "_LABEL_VALUE.fullmatch(value)", "_LABEL_VALUE.match(value)",
+             ("tests/test_translate_vcluster.py", "-k", "parse_toleration_errors")),
 )
 
 

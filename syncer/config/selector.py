@@ -68,7 +68,7 @@ def qualified_name_errors(key: str) -> list[str]:
         else:
             if len(prefix) > _MAX_PREFIX:
                 errs.append(f"prefix part must be no more than {_MAX_PREFIX} characters")
-            if not _DNS1123_SUBDOMAIN_RE.match(prefix):
+            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
                 errs.append(
                     "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                     "characters, '-' or '.', and must start and end with an alphanumeric character "
@@ -87,7 +87,7 @@ def qualified_name_errors(key: str) -> list[str]:
     else:
         if len(name) > _MAX_NAME:
             errs.append(f"name part must be no more than {_MAX_NAME} characters")
-        if not _QUALIFIED_NAME_RE.match(name):
+        if not _QUALIFIED_NAME_RE.fullmatch(name):
             errs.append(
                 "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
                 "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
@@ -101,7 +101,7 @@ def label_value_errors(value: str) -> list[str]:
     errs: list[str] = []
     if len(value) > _MAX_NAME:
         errs.append(f"must be no more than {_MAX_NAME} characters")
-    if not _LABEL_VALUE_RE.match(value):
+    if not _LABEL_VALUE_RE.fullmatch(value):
         errs.append(
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
             "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "

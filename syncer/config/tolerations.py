@@ -41,7 +41,7 @@ def parse_toleration(text: str) -> Obj:
     else:
         raise TolerationError(f"invalid toleration spec: {text}")
     value = tol.get("value", "")
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
         raise TolerationError(f"invalid toleration spec: {text}, a valid label must be an empty string or consist "
                               "of alphanumeric characters, '-', '_' or '.', and must start and end with an "
                               "alphanumeric character")
