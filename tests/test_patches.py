@@ -374,6 +374,27 @@ async def test_overlapping_patches_run_in_order() -> None:
         await patcher.close()
 
 
+async def test_a_tenants_integer_javascript_cannot_hold_does_not_stop_the_repair(clusters: Clusters) -> None:
+    # The tenant writes a valid int64 beyond 2^53 - 1 into its copy of a synced class: context.virtualObject cannot
+    # hold it, and were that a patch failure, every reconcile would fail and the tenant's scheduling stay for good.
+    # The virtual object is then passed as null, as when there is none, and the copy is put back.
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    doc = with_patches({"path": 'metadata.annotations["patched"]',
+                        "expression": 'context.virtualObject === null ? "no copy" : "a copy"'})
+    patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None
+    try:
+        async with running_syncer(clusters, doc, patcher=patcher):
+            await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o, what="synced")
+            await clusters.virtual.patch(RUNTIMECLASSES, "gvisor", {"scheduling": {"tolerations": [
+                {"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2 ** 53 + 1}]}})
+            repaired = await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o and "scheduling"
+                                      not in o["gvisor"], what="the tenant's scheduling taken out")
+        assert repaired["gvisor"]["metadata"]["annotations"]["patched"] == "no copy"
+    finally:
+        await patcher.close()
+
+
 async def test_integers_javascript_cannot_hold_are_refused_naming_where() -> None:
     doc = with_patches({"path": "scheduling.tolerations[*].tolerationSeconds", "expression": "value + 1"})
     patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)

@@ -167,20 +167,22 @@ class JSEngine:
     @staticmethod
     def encode_objects(host_obj: Any, virtual_obj: Any) -> str:
         """Check and JSON-encode `context.hostObject` / `context.virtualObject` (None when absent) once
-        per object, for every `run_object` call on that object.
+        per object, for every `run_object` call on that object. A virtual object holding an integer JavaScript
+        cannot represent exactly is passed as null (as when there is none): it is the tenant's copy, which the
+        sync overwrites, and a value the tenant wrote there must not stop that (a `tolerationSeconds` of 2^53 + 1
+        would otherwise fail every patch, and keep the tenant's copy for good).
 
         Raises:
-            PatchError: an integer beyond 2^53 - 1 in either object (the message says where).
+            PatchError: an integer beyond 2^53 - 1 in the host object (the message says where).
         """
         try:  # orjson refuses integers beyond 2^53 - 1 itself; the walk below only names where
             return _strict_dumps({"hostObject": host_obj, "virtualObject": virtual_obj})
         except TypeError:
-            for label, obj in (("hostObject", host_obj), ("virtualObject", virtual_obj)):
-                bad = find_unsafe_integer(obj)
-                if bad:
-                    raise PatchError(f"context.{label}.{bad} holds an integer beyond 2^53 - 1 that JavaScript "
-                                     "cannot represent exactly") from None
-            raise
+            bad = find_unsafe_integer(host_obj)
+            if bad:
+                raise PatchError(f"context.hostObject.{bad} holds an integer beyond 2^53 - 1 that JavaScript "
+                                 "cannot represent exactly") from None
+            return _strict_dumps({"hostObject": host_obj, "virtualObject": None})
 
     async def run_object(self, objects: str, calls: list[tuple[int, Any, bool, str]]) -> list[Any]:
         """Evaluate patch functions for one object.
