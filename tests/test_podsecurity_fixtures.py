@@ -106,7 +106,10 @@ async def test_the_test_api_server_admits_and_refuses_the_fixtures_as_the_librar
     # the library's own runner (test/run.go): a namespace per level labelled enforce=<level>,
     # enforce-version=<version>; each fixture created there as written (the API server applies its defaults);
     # pass: created, fail: 403 `pods "<name>" is forbidden: violates PodSecurity "<level>:<version>": ...` with the
-    # check's words. v1.36 is the newest policy of the library vcluster vendors (v0.36.0).
+    # check's words. v1.36 is the newest policy of the library vcluster vendors (v0.36.0). The runner needs a server
+    # as new as the newest policy: an older one drops fields the fixtures set (`hostUsers` before 1.33, with
+    # UserNamespacesSupport off: kubesim/features.py), and the pod it judges is not the fixture.
+    clusters.host_server.minor = int(NEWEST.removeprefix("v1."))
     for level in ("baseline", "restricted"):
         await clusters.host.create(NAMESPACES, {"metadata": {"name": level, "labels": {
             "pod-security.kubernetes.io/enforce": level, "pod-security.kubernetes.io/enforce-version": version}}})
