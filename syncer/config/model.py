@@ -34,7 +34,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from syncer.config.selector import Selector, from_label_selector, label_selector_errors
 from syncer.config.tolerations import TolerationError, parse_toleration
-from syncer.patches.path import PathError
+from syncer.patches.path import Key, PathError, Segment, reaches
 from syncer.patches.path import parse as parse_path
 
 RC_PATH = "sync.fromHost.runtimeClasses"
@@ -42,6 +42,11 @@ PC_PATH = "sync.fromHost.priorityClasses"
 _M = TypeVar("_M", bound=BaseModel)
 # Names are the same on both sides (behaviour.md section 2): these are never patched.
 UNPATCHABLE_PATHS = ("metadata.name", "metadata.namespace", "apiVersion", "kind")
+# Metadata the virtual copy never takes from the host (behaviour.md section 2, "dropped"; translate._DROPPED_META):
+# the virtual API server sets it, or it would hold the syncer's own copy (finalizers, owners). Never patched either.
+NOT_COPIED_META = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+                   "deletionGracePeriodSeconds", "ownerReferences", "finalizers", "managedFields", "selfLink",
+                   "generateName")
 
 
 def _zero(annotation: Any) -> Any:
@@ -550,7 +555,10 @@ def _patch_messages(patches: list[Patch]) -> list[tuple[str, str]]:
     seen: set[str] = set()
     for i, p in enumerate(patches):
         where = f"{RC_PATH}.patches[{i}]"
-        kinds = [k for k in ("expression", "labels", "reference") if getattr(p, k) is not None]
+        # vcluster's pkg/config/validation.go validatePatches: an expression counts when `expression` or
+        # `reverseExpression` is not "" (an empty expression would delete the field it names)
+        kinds = [k for k, used in (("expression", bool(p.expression or p.reverseExpression)),
+                                   ("labels", p.labels is not None), ("reference", p.reference is not None)) if used]
         if len(kinds) > 1:
             msgs.append((where, f"invalid {where}: can only use one of: expression, labels or reference"))
         elif not kinds:
@@ -559,13 +567,43 @@ def _patch_messages(patches: list[Patch]) -> list[tuple[str, str]]:
             msgs.append((f"{where}.path", f'invalid {where}: have the same path "{p.path}"'))
         seen.add(p.path)
         try:
-            parse_path(p.path)
+            segments = parse_path(p.path)
         except PathError as e:
             msgs.append((f"{where}.path", f"invalid {where}.path: {e}"))
-        if p.path in UNPATCHABLE_PATHS:
-            msgs.append((f"{where}.path", f'invalid {where}.path: "{p.path}" cannot be patched: RuntimeClasses keep '
-                                          "their name and type on both sides"))
+            continue
+        problem = unpatchable(segments)
+        if problem is not None:
+            msgs.append((f"{where}.path", f'invalid {where}.path: "{p.path}" cannot be patched: {problem}'))
     return msgs
+
+
+def unpatchable(segments: tuple[Segment, ...]) -> str | None:
+    """Why a patch at the parsed path `segments` is refused, or None when it may be used.
+
+    The path is compared segment by segment (so `metadata["name"]`, `["apiVersion"]` and `*.name` are the
+    fields they name), against the fields a patch may not write: the name, namespace, apiVersion and kind
+    (names are the same on both sides, behaviour.md section 2) and the metadata the virtual copy never takes
+    from the host (NOT_COPIED_META). A path that holds one of them (`metadata`, `*`, `metadata.*`: the whole
+    object or its metadata) is refused too: its result would replace them.
+
+    Returns:
+        The reason, to follow `"<path>" cannot be patched: `; None when the path is allowed.
+    """
+    for field in UNPATCHABLE_PATHS:
+        target = parse_path(field)
+        if reaches(segments, target):
+            exact = len(segments) == len(target) and all(  # the field itself, however quoted
+                isinstance(s, Key) and isinstance(t, Key) and s.name == t.name
+                for s, t in zip(segments, target, strict=False))
+            if not exact:
+                return (f"it reaches {field} (RuntimeClasses keep their name and type on both sides): the whole "
+                        "object, metadata and wildcards over them cannot be patched; patch fields such as "
+                        "metadata.labels or metadata.annotations")
+            return "RuntimeClasses keep their name and type on both sides"
+    for key in NOT_COPIED_META:
+        if reaches(segments, parse_path(f"metadata.{key}")):
+            return f"metadata.{key} is never copied to the virtual RuntimeClass (the virtual side owns it)"
+    return None
 
 
 def _toleration_messages(entries: Any) -> list[tuple[str, str]]:

@@ -7,12 +7,17 @@ the host's. Names that carry `vcluster.loft.sh/controlled-by` on either side are
 It reads both caches and writes only the difference; the host RuntimeClass is never written. A
 `handler` change (immutable in the API) is a delete and re-create. Deletes carry a uid precondition,
 so a virtual object that changed identity meanwhile is not deleted by mistake. NotFound on delete is
-success; conflicts are retried by the controller with backoff.
+success; conflicts are retried by the controller with backoff. A class the syncer deletes that finalizers
+hold (a tenant's `metadata.finalizers`) would stay Terminating for good and keep the name: its finalizers
+are removed (an update that carries its uid and resourceVersion), so it goes; a synced copy a tenant left
+Terminating that way is replaced by a new copy (see `_delete`).
 
 With patches configured (behaviour.md section 5) the desired virtual object is the translated host
 object after the patches. A failing patch (throw, timeout, out-of-memory) is logged with the object and
 the patch path, recorded as a Warning `PatchFailed` event on the virtual RuntimeClass when it exists,
-and retried with backoff; other RuntimeClasses are not held up.
+and retried with backoff; other RuntimeClasses are not held up. So is a result the virtual API server would
+refuse (syncer/patches/apply.py `_typed_field_problem`): it is found before anything is deleted or
+written, and the last good copy is kept.
 """
 
 from __future__ import annotations
@@ -141,6 +146,13 @@ class RuntimeClassReconciler:
             if host is not None:
                 self._created[name] = (_rv(host), _rv(stored))
             return None
+        if _terminating(actual):
+            # deleted by someone (a tenant) and held by a finalizer: a class being deleted is not the copy, and it
+            # would stay so; it goes (its finalizers removed) and the copy is made again
+            log.info("re-create virtual runtime class %s: it is being deleted", name)
+            await self._delete(actual)
+            self.own_writes.created(await self._create(desired), name)
+            return None
         if runtime_class_view(desired) == runtime_class_view(actual):
             return None
         if desired.get("handler") != actual.get("handler"):
@@ -178,9 +190,44 @@ class RuntimeClassReconciler:
                            resource=RUNTIMECLASSES.qualified) from e
 
     async def _delete(self, actual: Obj) -> None:
+        """Delete the virtual class `actual` (that object only: a uid precondition) and see that it is gone.
+
+        A finalizer would keep it, Terminating, for good (the API server only sets its deletionTimestamp, and
+        answers the DELETE with the object: apiserver pkg/registry/generic/registry/store.go Delete,
+        updateForGracefulDeletionAndFinalizers), so the finalizers of such an answer are removed, which
+        completes the deletion (store.go Update: an object with a deletionTimestamp and no finalizers left is
+        deleted). Nothing but the syncer's own copies may hold a name the host decides (behaviour.md section 2:
+        a class created locally is deleted promptly), and no finalizer is the syncer's. The removal is a PUT of
+        the answered object (the `update` verb of deploy/virtual-rbac.yaml) that carries its uid and
+        resourceVersion, both preconditions: a class re-made or changed meanwhile is a 409, retried.
+
+        Raises:
+            ApiError: the DELETE or the finalizer removal failed (NotFound is success).
+        """
         meta = actual["metadata"]
+        name = meta["name"]
         try:
-            await self.virtual.delete(RUNTIMECLASSES, meta["name"], uid=meta.get("uid"))
+            answer = await self.virtual.delete(RUNTIMECLASSES, meta["name"], uid=meta.get("uid"))
         except ApiError as e:
             if not e.not_found:
                 raise
+            return
+        if not _terminating(answer) or answer.get("kind") not in (None, RUNTIMECLASSES.kind):
+            return  # gone (the answer is a Status or the deleted object)
+        held = answer["metadata"]
+        log.info("delete virtual runtime class %s: removing its finalizers %s, which hold it", name,
+                 ", ".join(str(f) for f in held.get("finalizers") or []))
+        update = {**answer, "apiVersion": RUNTIMECLASSES.api_version, "kind": RUNTIMECLASSES.kind,
+                  "metadata": {**held, "finalizers": []}}
+        try:
+            await self.virtual.replace(RUNTIMECLASSES, update)
+        except ApiError as e:
+            if not e.not_found:
+                raise
+
+
+def _terminating(obj: Obj) -> bool:
+    """Whether `obj` is a RuntimeClass being deleted that finalizers hold (deletionTimestamp set, finalizers
+    left; kubernetes' ObjectMeta: an object stays until its finalizers are gone)."""
+    meta = obj.get("metadata")
+    return isinstance(meta, dict) and bool(meta.get("deletionTimestamp")) and bool(meta.get("finalizers"))

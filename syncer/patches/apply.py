@@ -7,6 +7,11 @@ computed, so the result is a pure function of the host object (and of the curren
 an expression reads `context.virtualObject`): what the reconciler compares against is stable, and host
 changes still flow through.
 
+A result the virtual API server would refuse (metadata not an object; labels or annotations not string maps,
+or with keys or values Kubernetes does not take; a missing handler or one that is not a DNS-1123 label:
+`_typed_field_problem`) is a patch failure naming the patch, like a throw: nothing is deleted or written and
+the last good copy is kept.
+
 `reference` and `labels` patches follow vcluster's reference: they translate names and label selectors
 between host and virtual. A RuntimeClass is cluster-scoped and keeps its name and labels on both sides,
 so for RuntimeClasses (the only objects patched here) both are the identity; they are accepted so a
@@ -16,13 +21,15 @@ vcluster.yaml that uses them stays valid.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from syncer.config.model import RC_PATH, Patch, SyncerConfig
+from syncer.config.selector import label_value_errors, qualified_name_errors
 from syncer.kube.jsonutil import copy_json
 from syncer.patches.engine import CompileError, EngineUnavailable, JSEngine, PatchError
-from syncer.patches.path import Index, Key, Match, Segment, Wildcard, parse, resolve
+from syncer.patches.path import Match, Segment, parse, resolve, segments_overlap
 
 Obj = dict[str, Any]
 
@@ -46,25 +53,26 @@ class CompiledPatch:
     kind: str
 
 
+def _kind(p: Patch) -> str:
+    """What a patch does to a RuntimeClass: `expression` when it has a non-empty `expression` (vcluster's
+    pkg/config/validation.go validatePatches counts an expression only when it is not ""); else `reference`,
+    `labels`, or `reverse` (only a `reverseExpression`: the virtual -> host direction, nothing host -> virtual)."""
+    if p.expression:
+        return "expression"
+    if p.reference is not None:
+        return "reference"
+    return "labels" if p.labels is not None else "reverse"
+
+
 def compile_paths(patches: list[Patch]) -> list[CompiledPatch]:
     """Parse the patch paths (already validated by config loading, so this does not fail)."""
-    return [CompiledPatch(i, p.path, parse(p.path),
-                          "expression" if p.expression is not None else "reference" if p.reference is not None
-                          else "labels") for i, p in enumerate(patches)]
-
-
-def _compatible(a: Segment, b: Segment) -> bool:
-    if isinstance(a, Wildcard) or isinstance(b, Wildcard):
-        return True
-    if isinstance(a, Index) and isinstance(b, Index):
-        return True  # a deleted item shifts every later index of the list
-    return isinstance(a, Key) and isinstance(b, Key) and a.name == b.name
+    return [CompiledPatch(i, p.path, parse(p.path), _kind(p)) for i, p in enumerate(patches)]
 
 
 def paths_overlap(a: tuple[Segment, ...], b: tuple[Segment, ...]) -> bool:
     """Whether two patch paths can reach the same place or one the inside of the other (a wildcard
-    reaches anything): then the later patch must see the earlier one's result."""
-    return all(_compatible(x, y) for x, y in zip(a, b, strict=False))
+    reaches anything): then the later patch must see the earlier one's result (path.segments_overlap)."""
+    return segments_overlap(a, b)
 
 
 def _independent(patches: list[CompiledPatch]) -> bool:
@@ -91,11 +99,48 @@ def _apply_results(matches: list[Match], results: list[Any]) -> None:
             m.container.pop(m.key, None)  # type: ignore[arg-type]
 
 
+# kubernetes staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go: dns1123LabelFmt, and the message
+# IsDNS1123Label gives through RegexError(dns1123LabelErrMsg, dns1123LabelFmt, "my-name", "123-abc")
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
+_DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+                      "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+                      f"validation is '{_DNS1123_LABEL_FMT}')")
+# apimachinery pkg/api/validation/objectmeta.go: TotalAnnotationSizeLimitB
+_TOTAL_ANNOTATION_SIZE_LIMIT = 256 * (1 << 10)
+
+
+def _dns1123_label_errors(value: str) -> list[str]:
+    """`validation.IsDNS1123Label` (apimachinery pkg/util/validation/validation.go): at most 63 characters,
+    `[a-z0-9]([-a-z0-9]*[a-z0-9])?`. Returns its messages, [] when `value` is a label."""
+    errs = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        errs.append(_DNS1123_LABEL_MSG)
+    return errs
+
+
 def _typed_field_problem(obj: Obj) -> str | None:
-    """Why a patched RuntimeClass would not decode on a real API server (labels and annotations are
-    string maps, handler a string), or None. Caught here so it is a patch failure naming the patch, not
-    a 400 from the virtual API server retried forever."""
-    meta = obj.get("metadata") or {}
+    """Why the virtual API server would refuse a patched RuntimeClass, or None when it would store it.
+
+    Caught here so that such a result is a patch failure naming the patch, like a throw, before anything is
+    deleted or written (the last good copy is kept), not a 400/422 from the virtual API server retried forever.
+
+    Args:
+        obj: the patched virtual RuntimeClass.
+    Returns:
+        The first problem, as `the result at <field> ...`, or None. The rules, in the API server's order:
+        - metadata is an object; labels and annotations are string maps, handler a string (a typed decode,
+          apimachinery's JSON decoder into metav1.ObjectMeta / node.RuntimeClass);
+        - labels: each key a qualified name, each value a label value (apimachinery
+          pkg/apis/meta/v1/validation/validation.go ValidateLabels: ValidateLabelName, IsValidLabelValue);
+        - annotations: each key, lower-cased, a qualified name, keys and values together at most 256 KiB
+          (apimachinery pkg/api/validation/objectmeta.go ValidateAnnotations);
+        - handler present and a DNS-1123 label (kubernetes pkg/apis/node/validation/validation.go
+          ValidateRuntimeClass: NameIsDNSLabel(rc.Handler); a missing handler decodes as "", which fails it).
+    """
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return f"the result at metadata must be an object, got {json.dumps(meta)}"
     for k in ("labels", "annotations"):
         m = meta.get(k)
         if m is None:
@@ -107,6 +152,30 @@ def _typed_field_problem(obj: Obj) -> str | None:
                 return f'the result at metadata.{k}["{key}"] must be a string, got {json.dumps(v)}'
     if "handler" in obj and not isinstance(obj["handler"], str):
         return f"the result at handler must be a string, got {json.dumps(obj['handler'])}"
+    for key, v in (meta.get("labels") or {}).items():
+        errs = qualified_name_errors(key)
+        if errs:
+            return f"the result at metadata.labels has an invalid label key {json.dumps(key)}: {'; '.join(errs)}"
+        errs = label_value_errors(v)
+        if errs:
+            return (f'the result at metadata.labels["{key}"] is not a valid label value {json.dumps(v)}: '
+                    f"{'; '.join(errs)}")
+    annotations = meta.get("annotations") or {}
+    for key in annotations:
+        errs = qualified_name_errors(key.lower())
+        if errs:
+            return (f"the result at metadata.annotations has an invalid annotation key {json.dumps(key)}: "
+                    f"{'; '.join(errs)}")
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > _TOTAL_ANNOTATION_SIZE_LIMIT:
+        return (f"the result at metadata.annotations is too long: keys and values together may not be more than "
+                f"{_TOTAL_ANNOTATION_SIZE_LIMIT} bytes, got {size}")
+    handler = obj.get("handler")
+    if handler is None:
+        return "the result has no handler: a RuntimeClass needs one"
+    errs = _dns1123_label_errors(handler)
+    if errs:
+        return f"the result at handler is not a valid handler {json.dumps(handler)}: {'; '.join(errs)}"
     return None
 
 
@@ -132,7 +201,7 @@ class Patcher:
         compiled = compile_paths(patches)
         errors: list[str] = []
         engine = None
-        expressions = [p.expression for p in patches]
+        expressions = [p.expression or None for p in patches]  # "" is no expression (vcluster)
         if any(e is not None for e in expressions):
             engine = JSEngine(expressions, {"name": vcluster_name, "namespace": host_namespace,
                                             "config": config.source}, timeout=timeout, memory_limit=memory_limit)
@@ -192,7 +261,7 @@ class Patcher:
         objects: str | None = None  # encoded once, on the first patch that applies
         for p in self.patches:
             if p.kind != "expression":
-                continue  # reference / labels: identity for cluster-scoped RuntimeClasses (module doc)
+                continue  # reference / labels / reverse only: identity host -> virtual (module doc)
             matches = resolve(out, p.segments)
             if not matches:
                 continue

@@ -162,3 +162,40 @@ def resolve(obj: Any, segments: tuple[Segment, ...]) -> list[Match]:
                     nxt.append((_fmt_key(prefix, seg.name), node, seg.name, _MISSING))
         frontier = nxt
     return [Match(p, c, k, None if v is _MISSING else v, v is not _MISSING) for p, c, k, v in frontier]
+
+
+def _segments_compatible(a: Segment, b: Segment) -> bool:
+    """Whether two segments can name the same place: a wildcard names anything; two indexes may name the
+    same item once an earlier item is deleted; two keys only when equal (quoted or not)."""
+    if isinstance(a, Wildcard) or isinstance(b, Wildcard):
+        return True
+    if isinstance(a, Index) and isinstance(b, Index):
+        return True
+    return isinstance(a, Key) and isinstance(b, Key) and a.name == b.name
+
+
+def segments_overlap(a: tuple[Segment, ...], b: tuple[Segment, ...]) -> bool:
+    """Whether two parsed paths can reach the same place, or one the inside of the other.
+
+    Args:
+        a, b: parsed paths (`parse`).
+    Returns:
+        True when every segment pair over the shorter length is compatible (a wildcard reaches anything;
+        `metadata["name"]` and `metadata.name` are the same place).
+    """
+    return all(_segments_compatible(x, y) for x, y in zip(a, b, strict=False))
+
+
+def reaches(path: tuple[Segment, ...], field: tuple[Segment, ...]) -> bool:
+    """Whether a patch at `path` can write `field` itself or a map or list holding it (replacing the
+    holder replaces the field): `path` is no longer than `field` and compatible with it segment by
+    segment. `metadata`, `*`, `metadata.*`, `*.name` and `metadata["name"]` all reach `metadata.name`;
+    `metadata.labels.*` and `*.labels` do not.
+
+    Args:
+        path: a patch's parsed path.
+        field: the parsed path of a protected field (plain keys).
+    Returns:
+        True when a value written at `path` can be, or contain, `field`.
+    """
+    return len(path) <= len(field) and segments_overlap(path, field)
