@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from syncer.config.model import ConfigError, Patch, parse_config
+from syncer.config.model import ConfigError, Patch, SyncerConfig, parse_config
 from syncer.kube.client import ApiError
 from syncer.kube.resources import EVENTS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
@@ -107,6 +107,27 @@ async def test_a_synced_copy_a_tenant_left_terminating_is_recreated(clusters: Cl
 # --- section 5: a result the API server would refuse is a patch failure; the good copy stays ------------------------
 
 LEGACY = "context.hostObject.metadata.labels.legacy"
+
+
+async def legacy_label_fails_the_patch(c: Clusters, doc: Obj, config: SyncerConfig) -> tuple[Obj, dict[str, Obj], Obj]:
+    """Sync host class gvisor with the patches of `config` (from vcluster.yaml `doc`), then label it `legacy` on
+    the host, which makes them fail; returns (the virtual copy before, the virtual events once a PatchFailed is
+    among them, the virtual copy then)."""
+    await c.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    patcher = await Patcher.create(config, vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None
+    try:
+        async with running_syncer(c, doc, patcher=patcher) as syncer:
+            await virtual_rc_names(c, lambda n: "gvisor" in n, "gvisor synced")
+            await syncer.wait_idle()
+            good = await c.virtual.get(RUNTIMECLASSES, "gvisor")
+            await c.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"legacy": "yes"}}})
+            events = await wait_for(c.virtual, EVENTS, lambda o: any(
+                e["reason"] == "PatchFailed" for e in o.values()), namespace="default", timeout=10,
+                what="a PatchFailed event")
+            return good, events, await c.virtual.get(RUNTIMECLASSES, "gvisor")
+    finally:
+        await patcher.close()
 DNS1123_LABEL = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
                  "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
                  "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
@@ -136,22 +157,8 @@ LABEL_VALUE = ("a valid label must be an empty string or consist of alphanumeric
 ], ids=["handler_null", "handler_not_dns_label", "label_key", "label_value", "annotation_key"])
 async def test_a_patch_result_the_api_server_would_refuse_keeps_the_good_copy(
         clusters: Clusters, caplog: pytest.LogCaptureFixture, patch: Obj, message: str) -> None:
-    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
     doc = with_patches(patch)
-    patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
-    assert patcher is not None
-    try:
-        async with running_syncer(clusters, doc, patcher=patcher) as syncer:
-            await virtual_rc_names(clusters, lambda n: "gvisor" in n, "gvisor synced")
-            await syncer.wait_idle()
-            good = await clusters.virtual.get(RUNTIMECLASSES, "gvisor")
-            await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"legacy": "yes"}}})
-            events = await wait_for(clusters.virtual, EVENTS, lambda o: any(
-                e["reason"] == "PatchFailed" for e in o.values()), namespace="default", timeout=10,
-                what="a PatchFailed event")
-            kept = await clusters.virtual.get(RUNTIMECLASSES, "gvisor")
-    finally:
-        await patcher.close()
+    good, events, kept = await legacy_label_fails_the_patch(clusters, doc, parse_config(doc))
     (event,) = events.values()
     assert (event["type"], event["involvedObject"]["name"], event["message"]) == ("Warning", "gvisor", message)
     assert message in caplog.messages  # the log names the object and the patch path too
@@ -186,23 +193,10 @@ def test_protected_fields_are_compared_by_path_segment_not_by_spelling() -> None
 async def test_a_patch_result_without_metadata_is_a_patch_failure_not_a_crash(
         clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
     # Configuration refuses a patch of `metadata` (above); a Patcher built past it must still fail safely.
-    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
     doc = with_patches({"path": "handler", "expression": "value"})
     config = parse_config(doc)
     config.rc.patches[0] = Patch(path="metadata", expression=f"{LEGACY} ? null : value")
-    patcher = await Patcher.create(config, vcluster_name=VCLUSTER, host_namespace=HOST_NS)
-    assert patcher is not None
-    try:
-        async with running_syncer(clusters, doc, patcher=patcher) as syncer:
-            await virtual_rc_names(clusters, lambda n: "gvisor" in n, "gvisor synced")
-            await syncer.wait_idle()
-            good = await clusters.virtual.get(RUNTIMECLASSES, "gvisor")
-            await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"legacy": "yes"}}})
-            events = await wait_for(clusters.virtual, EVENTS, bool, namespace="default", timeout=10,
-                                    what="a PatchFailed event")
-            kept = await clusters.virtual.get(RUNTIMECLASSES, "gvisor")
-    finally:
-        await patcher.close()
+    good, events, kept = await legacy_label_fails_the_patch(clusters, doc, config)
     message = 'runtime class "gvisor": patch "metadata" failed: the result at metadata must be an object, got null'
     (event,) = events.values()
     assert (event["reason"], event["message"]) == ("PatchFailed", message)
