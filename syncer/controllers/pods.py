@@ -740,8 +740,13 @@ class PodReconciler:
                 update_error = e  # raised once the status is copied: a refused update must not hide the pod's state
         # The status is copied whatever happens to the update or the binding: a virtual API server without
         # pods/binding, or RBAC without it, must still show the pod Running.
-        bind_error = await self._bind(vpod, (hpod.get("spec") or {}).get("nodeName"))
-        await self._copy_status(vpod, hpod)
+        node = (hpod.get("spec") or {}).get("nodeName")
+        binds = bool(node) and not (vpod.get("spec") or {}).get("nodeName")
+        bind_error = await self._bind(vpod, node)
+        if not (binds and bind_error is None and translate.version_guarded(vpod)):
+            await self._copy_status(vpod, hpod)
+        # else: the pod was just bound, and a gated pod without conditions yet has its copy guarded by the
+        # resourceVersion the binding changed (it would fail, and be retried); the binding's echo copies it
         # The tokens are renewed whatever happened to the update or the binding: a lasting refusal of one of them
         # (a debug container the host's Pod Security refuses, which the pod keeps for good; no pods/binding) would
         # otherwise stop the renewal for good, and the pod's tokens would expire. The retry of the failure (its

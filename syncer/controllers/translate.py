@@ -371,6 +371,13 @@ def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
     return {"status": patch} if patch else None
 
 
+def version_guarded(vpod: Obj) -> bool:
+    """Whether a status copy to `vpod` is guarded by its resourceVersion (`guarded_status_ops`): a pod with
+    readiness gates and no conditions yet."""
+    vs = vpod.get("status")
+    return bool(gate_types(vpod.get("spec") or {})) and not (isinstance(vs, dict) and "conditions" in vs)
+
+
 def guarded_status_ops(patch: Obj, vpod: Obj) -> list[Obj] | None:
     """Merge patch `patch` (status_update's) as JSON-patch operations for a pod with readiness gates whose
     conditions it writes: first a `test` that the virtual pod's `status.conditions` are still those of `vpod` (the
