@@ -212,6 +212,9 @@ class EmbeddedAPIServer:
         # scheduling gate): each mutates the pod in place, after the built-in mutating plugins, as kube-apiserver's
         # MutatingAdmissionWebhook plugin runs after them.
         self.pod_create_webhooks: list[Callable[[dict[str, Any]], None]] = []
+        # ... and on pod update (the pod itself, not a subresource): each mutates the new pod in place, given the
+        # old one, before validation, as MutatingAdmissionWebhook does for UPDATE (a policy engine's mutate rule)
+        self.pod_update_webhooks: list[Callable[[dict[str, Any], dict[str, Any]], None]] = []
         self._runner: web.AppRunner | None = None
         self._by_path = {(r.group, r.version, r.plural): r for r in ALL_RESOURCES}
         self._seed()
@@ -806,6 +809,8 @@ class EmbeddedAPIServer:
             new["metadata"]["name"] = name
             if res == PODS and isinstance(new.get("spec"), dict):
                 admission.default_pod_spec(new)
+                for webhook in self.pod_update_webhooks:
+                    webhook(new, old)
             admission.validate_update(res, new, old)
         if res == NAMESPACES and sub is None:
             admission.admit_namespace_pod_security(new, old)

@@ -276,6 +276,31 @@ async def test_a_gate_condition_write_that_changes_nothing_on_the_host_does_not_
             if agent == DEFAULT_USER_AGENT and p == status] == []
 
 
+async def test_a_host_write_a_webhook_undoes_does_not_hold_later_updates(clusters: Clusters) -> None:
+    # A host policy engine's mutate rule takes out a toleration tenants may not add (on update too): the syncer's
+    # write of the pod's tolerations then changes nothing (kube-apiserver stores no new resourceVersion for an update
+    # that changes nothing, and sends no watch event). The next update must not wait for an echo that never comes,
+    # or the tenant's later changes never reach the host pod.
+    def no_gpu(new: Obj, old: Obj) -> None:
+        new["spec"]["tolerations"] = [t for t in new["spec"].get("tolerations") or [] if t.get("key") != "gpu"]
+    clusters.host_server.pod_update_webhooks.append(no_gpu)
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        before = host(clusters, "web")["metadata"]["resourceVersion"]
+        seen = len(clusters.host_server.requests)
+        await clusters.virtual.patch(PODS, "web", [{"op": "add", "path": "/spec/tolerations/-", "value": {
+            "key": "gpu", "operator": "Exists"}}], "default", patch_type="json")
+        await eventually(lambda: ("PATCH", f"/api/v1/namespaces/{HOST_NS}/pods/{hname('web')}", DEFAULT_USER_AGENT)
+                         in clusters.host_server.requests[seen:], "the syncer's write of the toleration")
+        await syncer.wait_idle()
+        assert host(clusters, "web")["metadata"]["resourceVersion"] == before  # it changed nothing
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "b"}}}, "default")
+        await eventually(lambda: host(clusters, "web")["metadata"]["labels"].get("tier") == "b",
+                         "the tenant's later label on the host")
+
+
 async def test_a_gate_condition_is_not_added_twice_when_the_kubelet_wrote_while_it_was_on_its_way(
         clusters: Clusters) -> None:
     # The syncer adds the gate's condition (held on its way to the host); the kubelet writes the conditions
