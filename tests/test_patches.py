@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from syncer.config.model import load_config, parse_config
 from syncer.controllers.translate import virtual_runtime_class
 from syncer.kube.resources import EVENTS, RUNTIMECLASSES
 from syncer.kube.wait import wait_for
+from syncer.manager import Syncer
 from syncer.patches.apply import Patcher, PatchFailed
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, rc, rc_config, running_syncer
 from tests.test_cli import run_cli
@@ -30,16 +33,22 @@ def with_patches(*patches: Obj, **extra: Any) -> Obj:
     return doc
 
 
+@contextlib.asynccontextmanager
+async def patched_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIterator[Syncer]:
+    """A syncer on `c` with the patches of vcluster.yaml `document` (`options`: the Patcher's), closed after."""
+    patcher = await Patcher.create(parse_config(document), vcluster_name=VCLUSTER, host_namespace=HOST_NS, **options)
+    assert patcher is not None
+    try:
+        async with running_syncer(c, document, patcher=patcher) as syncer:
+            yield syncer
+    finally:
+        await patcher.close()
+
+
 async def run_patched(c: Clusters, document: Obj, predicate: Any, what: str, **options: Any) -> dict[str, Obj]:
     """Create the host classes first, then run a syncer with patches until `predicate(virtual objects)`."""
-    config = parse_config(document)
-    patcher = await Patcher.create(config, vcluster_name=VCLUSTER, host_namespace=HOST_NS, **options)
-    try:
-        async with running_syncer(c, document, patcher=patcher):
-            return await wait_for(c.virtual, RUNTIMECLASSES, predicate, timeout=10, what=what)
-    finally:
-        assert patcher is not None
-        await patcher.close()
+    async with patched_syncer(c, document, **options):
+        return await wait_for(c.virtual, RUNTIMECLASSES, predicate, timeout=10, what=what)
 
 
 GVISOR = rc("gvisor", "runsc", {"environment": "development", "host-only/cost-center": "42"},
@@ -106,14 +115,8 @@ async def test_a_created_copy_is_patched_again_with_itself_in_scope(clusters: Cl
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
     doc = with_patches({"path": 'metadata.annotations["seen"]',
                         "expression": "context.virtualObject === null ? 'create' : 'update'"})
-    patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
-    assert patcher is not None
-    try:
-        async with running_syncer(clusters, doc, patcher=patcher):
-            await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o and o["gvisor"]["metadata"][
-                "annotations"].get("seen") == "update", what="the copy patched with itself in scope", timeout=10)
-    finally:
-        await patcher.close()
+    await run_patched(clusters, doc, lambda o: "gvisor" in o and o["gvisor"]["metadata"]["annotations"].get(
+        "seen") == "update", "the copy patched with itself in scope")
 
 
 async def test_no_write_loop_after_a_patch(clusters: Clusters) -> None:
@@ -381,18 +384,13 @@ async def test_a_tenants_integer_javascript_cannot_hold_does_not_stop_the_repair
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
     doc = with_patches({"path": 'metadata.annotations["patched"]',
                         "expression": 'context.virtualObject === null ? "no copy" : "a copy"'})
-    patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
-    assert patcher is not None
-    try:
-        async with running_syncer(clusters, doc, patcher=patcher):
-            await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o, what="synced")
-            await clusters.virtual.patch(RUNTIMECLASSES, "gvisor", {"scheduling": {"tolerations": [
-                {"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2 ** 53 + 1}]}})
-            repaired = await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o and "scheduling"
-                                      not in o["gvisor"], what="the tenant's scheduling taken out")
-        assert repaired["gvisor"]["metadata"]["annotations"]["patched"] == "no copy"
-    finally:
-        await patcher.close()
+    async with patched_syncer(clusters, doc):
+        await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o, what="synced")
+        await clusters.virtual.patch(RUNTIMECLASSES, "gvisor", {"scheduling": {"tolerations": [
+            {"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2 ** 53 + 1}]}})
+        repaired = await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o and "scheduling"
+                                  not in o["gvisor"], what="the tenant's scheduling taken out")
+    assert repaired["gvisor"]["metadata"]["annotations"]["patched"] == "no copy"
 
 
 async def test_integers_javascript_cannot_hold_are_refused_naming_where() -> None:
