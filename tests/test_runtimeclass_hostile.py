@@ -212,6 +212,15 @@ def test_an_empty_expression_is_no_expression() -> None:
     assert config_errors({"path": "metadata.annotations", "expression": "", "labels": {}}) == []
 
 
+def test_a_reverse_expression_alone_counts_as_an_expression_as_in_vclusters_own_case() -> None:
+    # vcluster pkg/config/validation_test.go TestValidateAllSyncPatches, "Invalid duplicated paths on patches":
+    # its second patch has only a reverseExpression, and the one error is the duplicate path (validatePatches
+    # would say "need to use one of" first, were it not counted as an expression); the path is a RuntimeClass's here
+    assert config_errors({"path": "handler", "expression": '"my-prefix-"+value'},
+                         {"path": "handler", "reverseExpression": 'value.slice("my-prefix".length)'}) == [
+        'invalid sync.fromHost.runtimeClasses.patches[1]: have the same path "handler"']
+
+
 async def test_an_empty_expression_beside_a_reverse_expression_does_not_delete_the_field(clusters: Clusters) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
     await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"annotations": {"team": "platform"}}})
