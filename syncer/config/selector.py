@@ -31,6 +31,7 @@ _LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
 _LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN_FMT = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
+_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
 _DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
 _MAX_NAME = 63
 _MAX_PREFIX = 253
@@ -106,6 +107,19 @@ def label_value_errors(value: str) -> list[str]:
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
             "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
             f"'my_value',  or '12345', regex used for validation is '{_LABEL_VALUE_FMT}')"
+        )
+    return errs
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """Return the Kubernetes `IsDNS1123Label` errors for `value` (apimachinery pkg/util/validation/validation.go:
+    at most 63 characters of `[a-z0-9]([-a-z0-9]*[a-z0-9])?`), an empty list when it is a label."""
+    errs = [f"must be no more than {_MAX_NAME} characters"] if len(value) > _MAX_NAME else []
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        errs.append(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+            "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+            f"'{_DNS1123_LABEL_FMT}')"
         )
     return errs
 

@@ -21,12 +21,11 @@ vcluster.yaml that uses them stays valid.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from syncer.config.model import RC_PATH, Patch, SyncerConfig
-from syncer.config.selector import label_value_errors, qualified_name_errors
+from syncer.config.selector import dns1123_label_errors, label_value_errors, qualified_name_errors
 from syncer.kube.jsonutil import copy_json
 from syncer.patches.engine import CompileError, EngineUnavailable, JSEngine, PatchError
 from syncer.patches.path import Match, Segment, parse, resolve, segments_overlap
@@ -99,24 +98,8 @@ def _apply_results(matches: list[Match], results: list[Any]) -> None:
             m.container.pop(m.key, None)  # type: ignore[arg-type]
 
 
-# kubernetes staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go: dns1123LabelFmt, and the message
-# IsDNS1123Label gives through RegexError(dns1123LabelErrMsg, dns1123LabelFmt, "my-name", "123-abc")
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
-_DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-                      "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-                      f"validation is '{_DNS1123_LABEL_FMT}')")
 # apimachinery pkg/api/validation/objectmeta.go: TotalAnnotationSizeLimitB
 _TOTAL_ANNOTATION_SIZE_LIMIT = 256 * (1 << 10)
-
-
-def _dns1123_label_errors(value: str) -> list[str]:
-    """`validation.IsDNS1123Label` (apimachinery pkg/util/validation/validation.go): at most 63 characters,
-    `[a-z0-9]([-a-z0-9]*[a-z0-9])?`. Returns its messages, [] when `value` is a label."""
-    errs = ["must be no more than 63 characters"] if len(value) > 63 else []
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        errs.append(_DNS1123_LABEL_MSG)
-    return errs
 
 
 def _typed_field_problem(obj: Obj) -> str | None:
@@ -173,7 +156,7 @@ def _typed_field_problem(obj: Obj) -> str | None:
     handler = obj.get("handler")
     if handler is None:
         return "the result has no handler: a RuntimeClass needs one"
-    errs = _dns1123_label_errors(handler)
+    errs = dns1123_label_errors(handler)
     if errs:
         return f"the result at handler is not a valid handler {json.dumps(handler)}: {'; '.join(errs)}"
     return None
