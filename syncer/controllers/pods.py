@@ -548,7 +548,7 @@ class PodReconciler:
         if drops is None and (created.get("spec") or {}).get("hostUsers") is not False:  # no dry run: seen now
             self._userns_refused[object_key(vpod)] = vpod["metadata"].get("uid", "")
             await self._delete_host(created, 0)
-            await self._refuse_user_namespace(vpod, resolution.runtime_class)
+            await self._refuse_user_namespace(vpod, resolution.runtime_class, self._needs_user_namespace(vpod))
             return None
         self._waiting.pop(object_key(vpod), None)
         if secret is not None:
@@ -827,12 +827,19 @@ class PodReconciler:
         found = podsecurity.violations(level, vpod["metadata"], vpod.get("spec") or {}) if level else []
         if not found:
             return False
+        await self._refuse_pod_security(vpod, rc_name, found)
+        return True
+
+    async def _refuse_pod_security(self, vpod: Obj, rc_name: str, found: list[str], why: str = "") -> None:
+        """Count, log and tell the tenant (a SyncError) that `vpod` is not synced for the Pod Security checks it
+        fails (`found`, the library's words), `why` appended when the pod's own spec is not the reason."""
+        level = self.config.raw.policies.podSecurityStandard
         name = vpod["metadata"]["name"]
-        message = f'Pod {name} is forbidden: violates PodSecurity "{level}:latest": {", ".join(found)}'
+        message = f'Pod {name} is forbidden: violates PodSecurity "{level}:latest": {", ".join(found)}' + (
+            f" ({why})" if why else "")
         self.metrics.pods_refused.labels(self._class_label(rc_name)).inc()
         log.info("did not sync pod %s/%s: %s", vpod["metadata"]["namespace"], name, message)
         await self.recorder.record(PODS, vpod, "Warning", "SyncError", message, ACTION)
-        return True
 
     def _needs_user_namespace(self, vpod: Obj) -> list[str]:
         """What the Pod Security standard would find in `vpod` without its `spec.hostUsers: false` ([] when it sets
@@ -853,7 +860,8 @@ class PodReconciler:
         with a dry-run create of `desired` (nothing is stored). True: the pod is refused (a SyncError, as
         `_violates_pod_security`'s); False: the host keeps the field, or the pod does not rely on it; None: the dry
         run failed (a webhook without dry-run support...), the created host pod is looked at instead."""
-        if not self._needs_user_namespace(vpod):
+        found = self._needs_user_namespace(vpod)
+        if not found:
             return False
         try:
             stored = await self.host.create(PODS, desired, self.host_namespace, dry_run=True)
@@ -861,19 +869,15 @@ class PodReconciler:
             return None
         if (stored.get("spec") or {}).get("hostUsers") is False:
             return False
-        await self._refuse_user_namespace(vpod, rc_name)
+        await self._refuse_user_namespace(vpod, rc_name, found)
         return True
 
-    async def _refuse_user_namespace(self, vpod: Obj, rc_name: str) -> None:
-        """Tell the tenant that pod `vpod` is refused because the host drops its `spec.hostUsers: false`."""
-        level = self.config.raw.policies.podSecurityStandard
-        name = vpod["metadata"]["name"]
-        message = (f'Pod {name} is forbidden: violates PodSecurity "{level}:latest": '
-                   f'{", ".join(self._needs_user_namespace(vpod))} (the host API server drops spec.hostUsers: its '
-                   "UserNamespacesSupport feature gate is off, so the pod would not run in a user namespace)")
-        self.metrics.pods_refused.labels(self._class_label(rc_name)).inc()
-        log.info("did not sync pod %s/%s: %s", vpod["metadata"]["namespace"], name, message)
-        await self.recorder.record(PODS, vpod, "Warning", "SyncError", message, ACTION)
+    async def _refuse_user_namespace(self, vpod: Obj, rc_name: str, found: list[str]) -> None:
+        """Refuse `vpod`, which fails the checks `found` (`_needs_user_namespace`) unless it runs in a user namespace,
+        because the host drops its `spec.hostUsers: false`."""
+        await self._refuse_pod_security(vpod, rc_name, found, "the host API server drops spec.hostUsers: its "
+                                        "UserNamespacesSupport feature gate is off, so the pod would not run in a "
+                                        "user namespace")
 
     async def _copy_status(self, vpod: Obj, hpod: Obj) -> None:
         """Copy the host pod's status to the virtual pod (translate.status_update) when they differ: to that pod
