@@ -46,6 +46,18 @@ def host(*, uid: str | None = UID, deleting: bool = False, owner: str = VC) -> O
     return {"metadata": meta, "spec": {}}
 
 
+def defaulted(pod: Obj) -> Obj:
+    """A pod that named no class and got the runtime policy's default, gvisor (behaviour.md section 6); for a host
+    pod, as the syncer created it: the default remembered in its annotation."""
+    if "runtimeClassName" in pod["spec"]:
+        del pod["spec"]["runtimeClassName"]
+    else:
+        ann = pod["metadata"]["annotations"]
+        del ann["runtimeclass-syncer.io/virtual-runtime-class"]
+        ann["runtimeclass-syncer.io/default-runtime-class"] = "gvisor"
+    return pod
+
+
 def bound(pod: Obj, node: str) -> Obj:
     pod["spec"]["nodeName"] = node
     return pod
@@ -75,6 +87,10 @@ ROWS = [
     (13, virtual(), None, True, REFUSED, podplan.Refuse(REFUSED)),
     (14, virtual(), None, True, ADMITTED, podplan.Create(ADMITTED)),
     (15, virtual(), host(), False, ADMITTED, podplan.ReportOrphaned(ORPHANED)),
+    # a pod that got the policy's default runs with it: judged by it (section 3 "Orphans": pods that use the class)
+    (15, defaulted(virtual()), defaulted(host()), False, ADMITTED, podplan.ReportOrphaned(ORPHANED)),
+    (9, defaulted(virtual(deleting=True)), defaulted(host()), False, ADMITTED, podplan.ReportOrphaned(ORPHANED)),
+    (5, None, defaulted(host()), False, ADMITTED, podplan.LeaveOrphan(ORPHANED)),
     (16, bound(virtual(), "node-2"), bound(host(), "node-1"), True, ADMITTED,
      podplan.FinishVirtualDelete("it is bound to node node-2 and its host pod runs on node node-1")),
     # ours without the uid annotation: not stale, kept (the update writes the annotation back)
@@ -85,6 +101,7 @@ ROWS = [
     (11, virtual(deleting=True), host(uid=None), True, ADMITTED,
      podplan.DeleteHost("virtual pod is being deleted", 30)),
     (18, virtual(), host(), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
+    (18, defaulted(virtual()), defaulted(host()), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
     (18, bound(virtual(), "node-1"), bound(host(), "node-1"), True, ADMITTED,
      podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
     (18, virtual(), bound(host(), "node-1"), True, ADMITTED,  # not bound yet: the update binds it

@@ -369,6 +369,30 @@ async def test_a_default_the_host_lacks_warns_then_applies_once_the_host_has_it(
     assert pods[key]["spec"]["runtimeClassName"] == "gvisor"
 
 
+async def test_a_pod_that_got_the_default_is_orphaned_when_the_host_withdraws_it(clusters: Clusters) -> None:
+    # behaviour.md section 3 "Orphans": pods that use a removed class stop receiving updates; a pod that named
+    # none runs with the default it got, whatever the policy says later
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    config = parse_config(rc_config(DEV))
+    policy = parse_policy({"defaultRuntimeClassName": "gvisor"}, config, "p.yaml")
+    key = f"{HOST_NS}/{host_pod_name('plain', 'default', VCLUSTER)}"
+    async with running_syncer(clusters, rc_config(DEV), policy=policy) as syncer:
+        await clusters.virtual.create(PODS, pod("plain", None), "default")
+        await wait_for(clusters.host, PODS, lambda o: key in o, namespace=HOST_NS, what="plain synced")
+        await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"environment": "prod"}}})
+        events = await wait_for(clusters.virtual, EVENTS, lambda o: any(
+            e["reason"] == "Orphaned" for e in o.values()), what="an Orphaned event")
+        await clusters.virtual.patch(PODS, "plain", {"metadata": {"labels": {"tier": "changed"}}}, "default")
+        await syncer.wait_idle()
+        hpod = await clusters.host.get(PODS, key.split("/")[1], HOST_NS)
+    (orphaned,) = [e for e in events.values() if e["reason"] == "Orphaned"]
+    assert orphaned["involvedObject"]["name"] == "plain"
+    assert orphaned["message"].startswith('pod "plain" is orphaned: the runtime class "gvisor" in the host does not '
+                                          "match the selector")
+    assert "tier" not in (hpod["metadata"].get("labels") or {})  # no updates any more
+    assert hpod["spec"]["runtimeClassName"] == "gvisor"
+
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

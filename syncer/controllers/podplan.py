@@ -31,8 +31,9 @@ writes: a tenant's copy of those labels and annotations never reaches the host (
 |18 | exists                 | ours                  | Update: patch mutable fields; copy status back; bind node   |
 
 Row 13/14 ask `admit()` (the runtime policy's resolution, which includes the gate, or the gate alone);
-the other rows ask `judge(class)`, the gate for the class the pod named (for a host pod, the class its
-virtual pod named when it was synced, kept in an annotation). Waiting for host objects (section 3.1) is
+the other rows ask `judge(class)`, the gate for the class the pod named, or for a pod that named none the runtime
+policy's default its host pod got (for a host pod, the class it was synced with, kept in an annotation:
+`synced_class`). Waiting for host objects (section 3.1) is
 part of carrying out Create: what is missing is known only after the translation. Row 17: a host pod whose
 `object-uid` annotation a host webhook or a manual edit removed is not taken for stale, so its running workload is
 not deleted for a missing annotation.
@@ -152,9 +153,13 @@ def synced_from(host: Obj, vcluster_name: str) -> str | None:
 
 
 def synced_class(host: Obj) -> str:
-    """The runtime class the virtual pod of host pod `host` named when it was synced ("" when none)."""
+    """The runtime class host pod `host` was synced with ("" when none): the one its virtual pod named, else the
+    runtime policy's default it got (the annotations the syncer wrote when it created the host pod, translate.py
+    VIRTUAL_RUNTIME_CLASS and DEFAULT_RUNTIME_CLASS; a forced class is not judged, as in vcluster)."""
     ann = (host.get("metadata") or {}).get("annotations") or {}
-    value = ann.get(translate.VIRTUAL_RUNTIME_CLASS) if isinstance(ann, Mapping) else None
+    if not isinstance(ann, Mapping):
+        return ""
+    value = ann.get(translate.VIRTUAL_RUNTIME_CLASS) or ann.get(translate.DEFAULT_RUNTIME_CLASS)
     return value if isinstance(value, str) else ""
 
 
@@ -189,7 +194,7 @@ def plan(virtual: Obj | None, host: Obj | None, *, vcluster_name: str, namespace
     if vmeta.get("deletionTimestamp"):
         if host is None:
             return FinishVirtualDelete("it is being deleted and has no host pod")
-        decision = judge(named)
+        decision = judge(named or synced_class(host))
         if decision.refusal is not None:
             return ReportOrphaned(decision.refusal)
         if (host.get("metadata") or {}).get("deletionTimestamp"):
@@ -200,7 +205,7 @@ def plan(virtual: Obj | None, host: Obj | None, *, vcluster_name: str, namespace
             return FinishVirtualDelete("its host pod is gone")
         resolution = admit()
         return Create(resolution) if resolution.allowed else Refuse(resolution)
-    decision = judge(named)
+    decision = judge(named or synced_class(host))  # a pod that got the policy's default is judged by it
     if decision.refusal is not None:
         return ReportOrphaned(decision.refusal)
     vnode, hnode = (virtual.get("spec") or {}).get("nodeName"), (host.get("spec") or {}).get("nodeName")

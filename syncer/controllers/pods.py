@@ -120,10 +120,11 @@ def _node_index(pod: Cached) -> list[str]:
 
 
 def _host_rc_index(hpod: Cached) -> list[str]:
-    """Host pods by the runtime class their virtual pod named (finds orphans whose virtual pod is gone)."""
-    ann = (cached_field(hpod, "metadata") or {}).get("annotations")
-    rcn = ann.get(translate.VIRTUAL_RUNTIME_CLASS) if isinstance(ann, dict) else None
-    return [rcn] if isinstance(rcn, str) and rcn else []
+    """Host pods by the runtime class they were synced with, the virtual pod's own or the policy's default
+    (`podplan.synced_class`: finds orphans whose virtual pod is gone, and pods of a default the policy no longer
+    gives)."""
+    rcn = podplan.synced_class({"metadata": cached_field(hpod, "metadata")})
+    return [rcn] if rcn else []
 
 
 def _virtual_key_of_host_pod(hpod: Cached) -> list[str]:
@@ -1057,7 +1058,8 @@ class PodReconciler:
                                      host_uid=self._host_uids())
         desired, deps = translate.host_pod_and_dependencies(
             vpod, vcluster_name=self.vcluster_name, host_namespace=self.host_namespace,
-            forced_runtime_class=self.config.forced_runtime_class or default, cluster=view, options=self.options)
+            forced_runtime_class=self.config.forced_runtime_class, default_runtime_class=default, cluster=view,
+            options=self.options)
         own_sa = (vpod.get("spec") or {}).get("serviceAccountName") or (vpod.get("spec") or {}).get("serviceAccount")
         if SERVICEACCOUNT in self.host_objects and isinstance(own_sa, str) and own_sa:  # the pod runs as its copy
             deps.append(Dependency(SERVICEACCOUNT, own_sa, translate.host_pod_name(own_sa, ns, self.vcluster_name),

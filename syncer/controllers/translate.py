@@ -133,6 +133,10 @@ def runtime_class_view(rc: Obj) -> Obj:
 # The host pod remembers the virtual pod's own runtimeClassName (it may differ when
 # sync.toHost.pods.runtimeClassName forces one), so the gate can be judged after the virtual pod is gone.
 VIRTUAL_RUNTIME_CLASS = "runtimeclass-syncer.io/virtual-runtime-class"
+# The host pod of a pod that named no class and got the runtime policy's default remembers that default (set once,
+# when the host pod is created): the class it runs with, judged by the gate like a named one (orphaned when the host
+# withdraws it, behaviour.md section 3 "Orphans"), whatever the policy's default becomes later.
+DEFAULT_RUNTIME_CLASS = "runtimeclass-syncer.io/default-runtime-class"
 # The host pod remembers the names of the scheduling gates the virtual pod had when the host pod was created (comma
 # separated; "" for none): the gates the syncer may remove from the host pod when the virtual pod drops them. A gate
 # the host's admission added (Kueue's `kueue.x-k8s.io/admission`) is not among them and stays.
@@ -169,10 +173,12 @@ class ClusterView:
 
 
 def host_pod(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "",
-             cluster: ClusterView | None = None, options: PodOptions | None = None) -> Obj:
+             default_runtime_class: str = "", cluster: ClusterView | None = None,
+             options: PodOptions | None = None) -> Obj:
     """The host pod for a virtual pod (host_pod_and_dependencies without the dependencies)."""
     return host_pod_and_dependencies(vpod, vcluster_name=vcluster_name, host_namespace=host_namespace,
-                                     forced_runtime_class=forced_runtime_class, cluster=cluster, options=options)[0]
+                                     forced_runtime_class=forced_runtime_class,
+                                     default_runtime_class=default_runtime_class, cluster=cluster, options=options)[0]
 
 
 def ns_label_key(key: str, vcluster_name: str) -> str:
@@ -187,8 +193,8 @@ def priority_class_host_name(name: str, host_namespace: str, vcluster_name: str)
 
 
 def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "",
-                              cluster: ClusterView | None = None, options: PodOptions | None = None
-                              ) -> tuple[Obj, list[Dependency]]:
+                              default_runtime_class: str = "", cluster: ClusterView | None = None,
+                              options: PodOptions | None = None) -> tuple[Obj, list[Dependency]]:
     """The host pod for a virtual pod (single-namespace mode), and the host objects it references.
 
     - name `<pod>-x-<namespace>-x-<vcluster>` (safe_concat_name), in `host_namespace`;
@@ -206,7 +212,8 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
       host paths (podtranslate.hostpath) and `/etc/hosts` of a pod with a subdomain (podtranslate.hosts);
       `automountServiceAccountToken: false`; hostname defaults
       to the virtual pod name made a DNS-1123 label (host_pod_hostname); `runtimeClassName` forced when
-      `forced_runtime_class` is set;
+      `forced_runtime_class` is set, else the runtime policy's `default_runtime_class` for a pod that names none
+      (remembered in the annotation DEFAULT_RUNTIME_CLASS);
     - with `cluster`: the workload service account, the virtual cluster's DNS, the `KUBERNETES_*` and
       service-link variables and the `kubernetes` host alias (podtranslate.environment), and downward-API
       fieldRefs reading the virtual identity from annotations (podtranslate.downward).
@@ -228,6 +235,8 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     annotations[metadata.SYNCED_ANNOTATIONS] = metadata.synced_annotations(own_annotations)
     if (vpod.get("spec") or {}).get("runtimeClassName"):
         annotations[VIRTUAL_RUNTIME_CLASS] = vpod["spec"]["runtimeClassName"]
+    elif default_runtime_class and not forced_runtime_class:
+        annotations[DEFAULT_RUNTIME_CLASS] = default_runtime_class
     annotations[SCHEDULING_GATES] = ",".join(gate_names((vpod.get("spec") or {}).get("schedulingGates")))
     spec = copy_json(vpod.get("spec") or {})
     for k in ("serviceAccountName", "serviceAccount", "overhead"):
@@ -245,6 +254,8 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     scheduling.translate_images(spec, opts.translate_image)
     if forced_runtime_class:
         spec["runtimeClassName"] = forced_runtime_class
+    elif default_runtime_class and not spec.get("runtimeClassName"):
+        spec["runtimeClassName"] = default_runtime_class
     if opts.virtual_scheduler:  # the virtual cluster's scheduler chose the node (vcluster's Translate)
         for k in ("affinity", "topologySpreadConstraints", "nodeSelector"):
             spec.pop(k, None)
