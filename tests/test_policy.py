@@ -579,6 +579,26 @@ async def test_forced_class_and_namespace_precedence_over_http(clusters: Cluster
     assert events == {"b": refused, "c": refused}
 
 
+async def test_pods_refused_for_a_missing_forced_class_sync_once_the_host_has_it(clusters: Clusters) -> None:
+    # behaviour.md section 3: a refused pod is re-evaluated as soon as its class appears; with a forced class, the
+    # class every pod runs with is the one the handler list judges (section 6)
+    document = rc_config(DEV)
+    document["sync"]["toHost"] = {"pods": {"runtimeClassName": "kata"}}
+    policy = parse_policy({"allowedHandlers": ["kata-fc"]}, parse_config(document), "p.yaml")
+    key = f"{HOST_NS}/{host_pod_name('web', 'default', VCLUSTER)}"
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    async with running_syncer(clusters, document, policy=policy):
+        await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
+        events = await wait_for(clusters.virtual, EVENTS, lambda o: any(
+            "kata" in e["message"] for e in o.values()), what="the refusal for the missing kata")
+        await clusters.host.create(RUNTIMECLASSES, rc("kata", "kata-fc", {"environment": "development"}))
+        pods = await wait_for(clusters.host, PODS, lambda o: key in o, namespace=HOST_NS, what="web synced")
+    (event,) = events.values()
+    assert event["message"] == ('did not sync pod "web" to host because the runtime class "kata" couldn\'t be '
+                                "reached in the host, so its handler cannot be checked against the policy")
+    assert pods[key]["spec"]["runtimeClassName"] == "kata"
+
+
 async def test_a_default_the_host_refuses_is_an_error_and_each_pod_says_why(
         clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
     await clusters.host.create(RUNTIMECLASSES, rc("legacy", "runc"))  # on the host, not matching the selector

@@ -336,8 +336,8 @@ class PodReconciler:
 
     def _pods_of_runtime_class(self, rc: Cached) -> list[str]:
         name = object_key(rc)
-        if self.policy is not None and name in self.policy.defaults():  # pods that name no class may get it
-            return self.all_pod_keys()
+        if self.policy is not None and (name in self.policy.defaults() or name == self.config.forced_runtime_class):
+            return self.all_pod_keys()  # pods that name no class may get it; every pod runs with a forced class
         keys = dict.fromkeys(self.virtual_pods.keys_by_index(RC_INDEX, name))
         for hpod in self.host_pods.by_index(RC_INDEX, name):  # incl. orphans whose virtual pod is gone
             keys.update(dict.fromkeys(_virtual_key_of_host_pod(hpod)))
