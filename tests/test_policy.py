@@ -134,7 +134,7 @@ def test_validation_reports_every_error_in_document_order() -> None:
         'invalid requireRuntimeClassName: expected a boolean (true or false), got the string "sometimes"',
         'invalid allowedHandler: unknown field "allowedHandler" (did you mean "allowedHandlers"?)',
         'invalid namespaces["tier in (gold"]: not a valid label selector: unable to parse requirement: '
-        "unexpected end of selector 'tier in (gold'",
+        "found '', expected: ',' or ')' in 'tier in (gold'",
         'invalid namespaces["tier in (gold"].allowedHandlers: needs sync.fromHost.runtimeClasses.enabled: true '
         "(the handlers are read from the host RuntimeClasses)",
         'invalid namespaces["team-a"].allowedHandlers: needs sync.fromHost.runtimeClasses.enabled: true (the '

@@ -117,6 +117,38 @@ def test_string_form_syntax_error() -> None:
         parse("a in x")
 
 
+# apimachinery pkg/labels/selector.go: Parse's own documented example, and parseValues/parseIdentifiersList: "()" is
+# the set {""}, an empty place between commas or before ")" is "" (the sets those functions return)
+@pytest.mark.parametrize(("text", "labels", "expected"), [
+    ("x in (foo,,baz),y,z notin ()", {"x": "foo", "y": "1"}, True),
+    ("x in (foo,,baz),y,z notin ()", {"x": "", "y": "1"}, True),
+    ("x in (foo,,baz),y,z notin ()", {"x": "baz", "y": "1", "z": ""}, False),
+    ("tier in ()", {"tier": ""}, True),
+    ("tier in ()", {"tier": "gold"}, False),
+    ("tier in (gold,)", {"tier": ""}, True),
+    ("tier in (,gold)", {"tier": "gold"}, True),
+])
+def test_string_form_empty_values(text: str, labels: dict[str, str], expected: bool) -> None:
+    assert parse(text).matches(labels) is expected
+
+
+# refused by labels.Parse (selector.go `parse`: "found '%s', expected: identifier after ','"; parseIdentifiersList:
+# "found '%s', expected: ',' or ')'"), and selector_test.go TestSelectorParse's testBadStrings
+@pytest.mark.parametrize(("text", "found"), [
+    ("tier=gold,", "found '', expected: identifier after ','"),
+    ("a=b,,c", "found ',', expected: identifier after ','"),
+    ("x in (a b)", "found 'b', expected: ',' or ')'"),
+    ("x in (a", "found '', expected: ',' or ')'"),
+    ("x=a||y=b", ""),
+    ("x==a==b", ""),
+    ("!x=a", ""),
+])
+def test_string_form_refused_as_labels_parse_refuses(text: str, found: str) -> None:
+    with pytest.raises(SelectorError) as e:
+        parse(text)
+    assert found in e.value.reason
+
+
 # apimachinery's pkg/util/validation (IsQualifiedName, IsValidLabelValue) and RegexError's wording, whole
 NAME_RE = "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'"
 NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "

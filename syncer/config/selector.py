@@ -239,6 +239,7 @@ def label_selector_errors(spec: Mapping[str, Any] | None) -> list[SelectorError]
 
 
 _TOKEN_RE = re.compile(r"\s*(!=|==|=|\(|\)|,|!|[^\s!=(),]+)")
+_PUNCTUATION = frozenset({"!=", "==", "=", "(", ")", ",", "!"})
 
 
 def parse(text: str) -> Selector:
@@ -258,6 +259,36 @@ def parse(text: str) -> Selector:
             raise SelectorError(f"unable to parse requirement: unexpected end of selector {text!r}")
         pos += 1
         return tokens[pos - 1]
+
+    def values_list() -> list[str]:
+        """The values after `(` up to and including `)`, as apimachinery's `parseValues` and
+        `parseIdentifiersList` read them: `()` is `[""]`, an empty place between commas or before `)` is `""`,
+        two values without a comma between them are an error."""
+        values: list[str] = []
+        if tokens[pos:pos + 1] == [")"]:
+            take()
+            return [""]
+        while True:
+            t = take()
+            if t == ",":
+                if not values:
+                    values.append("")  # "(,"
+                nxt = tokens[pos] if pos < len(tokens) else ""
+                if nxt in (")", ","):
+                    values.append("")  # ",)" and ",,"
+                    if take() == ")":
+                        return values
+                continue
+            if t in _PUNCTUATION:
+                raise SelectorError(f"unable to parse requirement: found '{t}', expected: ',', or identifier in "
+                                    f"{text!r}")
+            values.append(t)
+            nxt = tokens[pos] if pos < len(tokens) else ""
+            if nxt == ")":
+                take()
+                return values
+            if nxt != ",":
+                raise SelectorError(f"unable to parse requirement: found '{nxt}', expected: ',' or ')' in {text!r}")
 
     while pos < len(tokens):
         tok = take()
@@ -280,18 +311,15 @@ def parse(text: str) -> Selector:
                 take()
                 if take() != "(":
                     raise SelectorError(f"unable to parse requirement: expected '(' in {text!r}")
-                values: list[str] = []
-                while True:
-                    t = take()
-                    if t == ")":
-                        break
-                    if t != ",":
-                        values.append(t)
-                reqs.append(new_requirement(key, IN if nxt == "in" else NOT_IN, values))
+                reqs.append(new_requirement(key, IN if nxt == "in" else NOT_IN, values_list()))
             else:
                 raise SelectorError(f"unable to parse requirement: unexpected {nxt!r} in {text!r}")
         if pos < len(tokens):
             if tokens[pos] != ",":
                 raise SelectorError(f"unable to parse requirement: expected ',' at {tokens[pos]!r} in {text!r}")
             pos += 1
+            after = tokens[pos] if pos < len(tokens) else ""
+            if not after or after in _PUNCTUATION - {"!"}:  # labels.Parse: an identifier or `!` after a comma
+                raise SelectorError(f"unable to parse requirement: found '{after}', expected: identifier after ',' "
+                                    f"in {text!r}")
     return Selector(tuple(reqs))
