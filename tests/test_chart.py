@@ -356,6 +356,36 @@ def test_one_writer_per_resource_and_the_syncer_accepts_what_the_chart_renders(v
         assert _at(yaml.safe_load(shared.read_text()), path) == _at(runs_with, path), path
 
 
+# vcluster config/config.go: `func (c *Config) IsVirtualSchedulerEnabled() bool { return
+# c.ControlPlane.Distro.K8S.Scheduler.Enabled || c.ControlPlane.Advanced.VirtualScheduler.Enabled }` (the advanced key
+# is deprecated for the distro one: the chart's values.schema.json)
+@VERSION
+@FRAGMENTS
+@pytest.mark.parametrize(("values", "on"), [
+    ({"controlPlane": {"distro": {"k8s": {"scheduler": {"enabled": True}}}}}, True),
+    ({"controlPlane": {"advanced": {"virtualScheduler": {"enabled": True}}}}, True),
+    ({}, False),
+], ids=["distro-k8s-scheduler", "deprecated-advanced", "neither"])
+def test_the_syncer_sees_the_virtual_scheduler_vcluster_runs_with(version: str, fragment: str, values: Obj, on: bool,
+                                                                  tmp_path: Path) -> None:
+    from syncer.controllers.podtranslate.options import PodOptions
+    from syncer.controllers.translate import host_pod
+    objs = render(version, fragment, values)
+    runs_with = vcluster_runs_with(objs)["controlPlane"]
+    assert (runs_with["distro"]["k8s"]["scheduler"]["enabled"] or runs_with["advanced"]["virtualScheduler"]["enabled"]
+            ) is on  # what vcluster itself decides from the Secret it reads
+    own, shared = configmap_files(objs, tmp_path)
+    config = load_beside_vcluster(own, shared)
+    assert config.virtual_scheduler is on
+    # and the pod translation acts on it: a pod the virtual scheduler placed keeps its node, and the host's
+    # scheduler gets nothing to decide again (vcluster pkg/controllers/resources/pods/translate Translate)
+    vpod = {"metadata": {"name": "p", "namespace": "default", "uid": "u"},
+            "spec": {"nodeName": "n1", "nodeSelector": {"disk": "ssd"}, "containers": [{"name": "c", "image": "i"}]}}
+    spec = host_pod(vpod, vcluster_name=RELEASE, host_namespace=NAMESPACE,
+                    options=PodOptions.from_config(config))["spec"]
+    assert ("nodeSelector" in spec) is not on
+
+
 def test_both_fragments_render_the_same_configmap() -> None:
     sidecar = one(render(VERSIONS[-1], SIDECAR), "ConfigMap", f"runtimeclass-syncer-{RELEASE}")
     deployment = one(render(VERSIONS[-1], DEPLOYMENT), "ConfigMap", f"runtimeclass-syncer-{RELEASE}")

@@ -296,7 +296,20 @@ class Advanced(_Loose):
 
     workloadServiceAccount: WorkloadServiceAccount = Field(default_factory=WorkloadServiceAccount)
     defaultImageRegistry: str = Field(default="", description="registry of the images vcluster adds, if set")
+    # deprecated by vcluster for controlPlane.distro.k8s.scheduler; either turns the virtual scheduler on
     virtualScheduler: Enabled = Field(default_factory=Enabled)
+
+
+class DistroK8s(_Loose):
+    """`controlPlane.distro.k8s`: only `scheduler.enabled` is read."""
+
+    scheduler: Enabled = Field(default_factory=Enabled)  # the virtual cluster runs its own scheduler
+
+
+class Distro(_Loose):
+    """`controlPlane.distro`: only `k8s.scheduler.enabled` is read."""
+
+    k8s: DistroK8s = Field(default_factory=DistroK8s)
 
 
 class HostPathMapper(_Loose):
@@ -316,9 +329,10 @@ class CoreDNS(_Loose):
 
 
 class ControlPlane(_Loose):
-    """`controlPlane`: `advanced`, `hostPathMapper` and `coredns`."""
+    """`controlPlane`: `advanced`, `distro.k8s.scheduler`, `hostPathMapper` and `coredns`."""
 
     advanced: Advanced = Field(default_factory=Advanced)
+    distro: Distro = Field(default_factory=Distro)
     hostPathMapper: HostPathMapper = Field(default_factory=HostPathMapper)
     coredns: CoreDNS = Field(default_factory=CoreDNS)
 
@@ -424,6 +438,14 @@ class SyncerConfig:
     def use_secrets_for_tokens(self) -> bool:
         """`sync.toHost.pods.useSecretsForSATokens`."""
         return self.raw.sync.toHost.pods.useSecretsForSATokens
+
+    @property
+    def virtual_scheduler(self) -> bool:
+        """Whether the virtual cluster schedules its pods (then the host pod keeps the node it chose): vcluster's
+        `Config.IsVirtualSchedulerEnabled` (config/config.go), `controlPlane.distro.k8s.scheduler.enabled` or the
+        deprecated `controlPlane.advanced.virtualScheduler.enabled`."""
+        control_plane = self.raw.controlPlane
+        return control_plane.distro.k8s.scheduler.enabled or control_plane.advanced.virtualScheduler.enabled
 
     @property
     def forced_runtime_class(self) -> str:

@@ -44,7 +44,8 @@ class PodOptions:
         resource_claims, resource_claim_templates: `sync.toHost.resourceClaims.enabled` /
             `resourceClaimTemplates.enabled` (claim names translated).
         node_selector: `sync.fromHost.nodes.selector.labels` (merged into every host pod's nodeSelector).
-        virtual_scheduler: `controlPlane.advanced.virtualScheduler.enabled` (the virtual cluster picks nodes).
+        virtual_scheduler: `SyncerConfig.virtual_scheduler`, vcluster's `IsVirtualSchedulerEnabled` (the virtual
+            cluster picks nodes).
     """
 
     priority_classes_to_host: bool = False
@@ -90,5 +91,5 @@ class PodOptions:
             resource_claims=raw.sync.toHost.resourceClaims.enabled,
             resource_claim_templates=raw.sync.toHost.resourceClaimTemplates.enabled,
             node_selector=dict(raw.sync.fromHost.nodes.selector.labels),
-            virtual_scheduler=raw.controlPlane.advanced.virtualScheduler.enabled,
+            virtual_scheduler=config.virtual_scheduler,
         )
