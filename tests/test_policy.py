@@ -18,7 +18,7 @@ from prometheus_client import generate_latest
 
 from kubesim.vcluster import host_name as host_pod_name
 from syncer.config.model import ConfigError, parse_config
-from syncer.config.policy import Effective, load_policy, parse_policy
+from syncer.config.policy import Effective, load_policy, parse_policy, policy_from_text
 from syncer.config.reload import watch_policy
 from syncer.controllers.policy import defaulted_message, resolve, usable_classes
 from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
@@ -209,6 +209,39 @@ def test_validate_with_a_policy_reports_every_error(tmp_path: Path) -> None:
     assert ok.returncode == 0 and f"{pol}: valid" in ok.stdout
 
 
+# Kubernetes' rules for the names a policy holds (apimachinery pkg/util/validation: IsDNS1123Label for namespace names
+# and RuntimeClass handlers, IsDNS1123Subdomain for RuntimeClass names), and go-yaml's repeated-key error, which
+# vcluster's strict decoding of its config gives (config/config.go UnmarshalYAMLStrict)
+LABEL_RULE = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+              "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+              "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+SUBDOMAIN_RULE = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+                  "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation "
+                  "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+
+
+@pytest.mark.parametrize(("text", "errors"), [
+    ("", ["invalid policy: the file holds no document (write {} for a policy that sets nothing)"]),
+    ("# all commented out\n", ["invalid policy: the file holds no document (write {} for a policy that sets "
+                               "nothing)"]),
+    ("namespaces:\n  team-a: {allowedHandlers: [runsc]}\n  team-a: {}\n",
+     ['cannot parse policy p.yaml: line 3: key "team-a" already set in map']),
+    ("namespaces:\n  Team-A: {requireRuntimeClassName: true}\n  team_b: {}\n", [
+        f'invalid namespaces["Team-A"]: not a namespace name (nor a label selector): {LABEL_RULE}',
+        f'invalid namespaces["team_b"]: not a namespace name (nor a label selector): {LABEL_RULE}']),
+    ("namespaces:\n  no: {requireRuntimeClassName: true}\n",
+     ["invalid namespaces: the key false (read as a boolean) is not a namespace name or selector: quote it"]),
+    ("defaultRuntimeClassName: GVisor\n",
+     [f'invalid defaultRuntimeClassName: "GVisor" is not a RuntimeClass name: {SUBDOMAIN_RULE}']),
+    ("allowedHandlers: [runsc, kata_fc]\n",
+     [f'invalid allowedHandlers: not a RuntimeClass handler: "kata_fc": {LABEL_RULE}']),
+])
+def test_a_policy_that_could_never_apply_as_written_is_refused(text: str, errors: list[str]) -> None:
+    with pytest.raises(ConfigError) as e:
+        policy_from_text(text.encode(), "p.yaml", CONFIG)
+    assert e.value.errors == errors
+
+
 class _Said(logging.Handler):
     """Sets `event` when a record containing `text` is logged."""
 
@@ -268,6 +301,11 @@ async def test_reload_in_place_rename_symlink_swap_and_a_bad_file(clusters: Clus
             # an invalid file is refused with its errors; the policy in force stays
             (volume / "..v2" / "policy.yaml").write_text("defaultRuntimeClass: kata\n")  # in place, a typo
             await asyncio.wait_for(said.event.wait(), 10)
+            # so is a file caught empty (truncated by an in-place write, its new text not written yet): it is not
+            # "no policy", which would lift every restriction until the write ends
+            said.event.clear()
+            (volume / "..v2" / "policy.yaml").write_text("")
+            await asyncio.wait_for(said.event.wait(), 10)
             await clusters.virtual.create(PODS, pod("p2", None), "default")
             await synced_with("p2", "gvisor")
             # an in-place write of a good file, then an atomic rename over it
@@ -284,7 +322,8 @@ async def test_reload_in_place_rename_symlink_swap_and_a_bad_file(clusters: Clus
     finally:
         logging.getLogger("syncer.config.reload").removeHandler(said)
     assert 'runtimeclass_syncer_policy_reloads_total{result="applied"} 3.0' in metrics
-    assert 'runtimeclass_syncer_policy_reloads_total{result="invalid"} 1.0' in metrics
+    assert 'runtimeclass_syncer_policy_reloads_total{result="invalid"} 2.0' in metrics
+    assert any("invalid policy: the file holds no document" in line for line in said.lines)
     assert any('invalid defaultRuntimeClass: unknown field "defaultRuntimeClass" (did you mean '
                '"defaultRuntimeClassName"?)' in line for line in said.lines)
 

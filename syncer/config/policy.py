@@ -16,6 +16,7 @@ in document order, each naming its path (`invalid namespaces["tier=gold"].allowe
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from syncer.config.model import ConfigError, SyncerConfig, _document_order, _pydantic_errors
-from syncer.config.selector import Selector, SelectorError
+from syncer.config.selector import Selector, SelectorError, dns1123_label_errors, dns1123_subdomain_errors
 from syncer.config.selector import parse as parse_selector
+from syncer.config.yamlfile import safe_load_strict
 
 SELECTOR_CHARS = ("=", "!", "(", " ")
 
@@ -42,15 +44,24 @@ class PolicyEntry(BaseModel):
     @field_validator("defaultRuntimeClassName")
     @classmethod
     def _name(cls, v: str | None) -> str | None:
+        """A RuntimeClass name: a DNS-1123 subdomain (kubernetes pkg/apis/node/validation `ValidateRuntimeClass`,
+        `ValidateObjectMeta` with `NameIsDNSSubdomain`); another could never name a host class."""
         if v is not None and not v:
             raise ValueError("must not be empty (leave the key out for no default)")
+        if v is not None and (errs := dns1123_subdomain_errors(v)):
+            raise ValueError(f'"{v}" is not a RuntimeClass name: {"; ".join(errs)}')
         return v
 
     @field_validator("allowedHandlers")
     @classmethod
     def _handlers(cls, v: list[str] | None) -> list[str] | None:
+        """RuntimeClass handlers: DNS-1123 labels (kubernetes pkg/apis/node/validation `ValidateRuntimeClass`:
+        `apivalidation.NameIsDNSLabel(rc.Handler)`); another could never match a host class's handler."""
         if v is not None and any(not h for h in v):
             raise ValueError("a handler name must not be empty")
+        bad = [f'"{h}": {"; ".join(errs)}' for h in v or [] if (errs := dns1123_label_errors(h))]
+        if bad:
+            raise ValueError(f"not a RuntimeClass handler: {', '.join(bad)}")
         return v
 
 
@@ -138,12 +149,20 @@ def parse_policy(document: Any, config: SyncerConfig, source: str = "policy") ->
     Raises:
         ConfigError: every problem, in document order, each naming its path.
     """
-    if document is None:
-        document = {}
+    if document is None:  # an empty file, or one caught half-written by a reload, would lift every restriction
+        raise ConfigError(["invalid policy: the file holds no document (write {} for a policy that sets nothing)"])
     if not isinstance(document, dict):
         raise ConfigError([f"invalid policy: the document must be a mapping, not {type(document).__name__}"])
     errors: list[tuple[str, str]] = []
     doc: PolicyDocument | None = None
+    entries: dict[Any, Any] = document["namespaces"] if isinstance(document.get("namespaces"), dict) else {}
+    for i, key in enumerate(entries):
+        if not isinstance(key, str):  # YAML 1.1 reads an unquoted no, on, yes, null or 123 as another type
+            errors.append((f"namespaces.{i}", f"invalid namespaces: the key {json.dumps(key, default=str)} "
+                           f"(read as {_a_type(key)}) is not a namespace name or selector: quote it"))
+    if len(errors) > 0:
+        document = {**document, "namespaces": {k: v for k, v in entries.items() if isinstance(k, str)}}
+        entries = document["namespaces"]
     try:
         doc = PolicyDocument.model_validate(document)
     except ValidationError as e:
@@ -155,8 +174,7 @@ def parse_policy(document: Any, config: SyncerConfig, source: str = "policy") ->
             errors.append((path, msg))
     selectors: list[tuple[str, Selector, PolicyEntry]] = []
     names: dict[str, PolicyEntry] = {}
-    entries = document.get("namespaces") if isinstance(document.get("namespaces"), dict) else {}
-    for key in entries or {}:
+    for key in entries:
         path = f"namespaces.{key}"
         entry = doc.namespaces.get(key) if doc is not None else None
         if is_selector_key(str(key)):
@@ -167,6 +185,9 @@ def parse_policy(document: Any, config: SyncerConfig, source: str = "policy") ->
                 continue
             if entry is not None:
                 selectors.append((str(key), sel, entry))
+        elif name_errors := dns1123_label_errors(str(key)):  # a namespace name (ValidateNamespaceName): no other
+            errors.append((path, f'invalid namespaces["{key}"]: not a namespace name (nor a label selector): '
+                           f'{"; ".join(name_errors)}'))  # would ever match, and the entry would silently not apply
         elif entry is not None:
             names[str(key)] = entry
     # The rules that involve the vcluster.yaml are checked on every well-formed key, so one run reports all
@@ -209,6 +230,13 @@ def system_pod_problems(config: SyncerConfig, policy: Policy) -> list[str]:
             f"refused, and the tenants would lose DNS: give {SYSTEM_NAMESPACE} a defaultRuntimeClassName"]
 
 
+def _a_type(value: Any) -> str:
+    """`value`'s type in words, for a message ("a boolean", "an integer", "null")."""
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "an integer", float: "a number"}.get(type(value), f"a {type(value).__name__}")
+
+
 def _entry(doc: Any) -> PolicyEntry:
     """The well-formed keys of an entry (its errors are reported by the whole-document validation)."""
     if not isinstance(doc, dict):
@@ -224,7 +252,7 @@ def _entry(doc: Any) -> PolicyEntry:
 
 
 def load_policy(path: str | Path, config: SyncerConfig) -> Policy:
-    """Read and validate a policy file (YAML, `yaml.safe_load`).
+    """Read and validate a policy file (YAML, `yaml.safe_load` with a key set twice in one mapping refused).
 
     Raises:
         ConfigError: the file cannot be read or parsed, or the policy is invalid.
@@ -243,7 +271,7 @@ def policy_from_text(text: bytes, path: str | Path, config: SyncerConfig) -> Pol
         ConfigError: the YAML does not parse, or the policy is invalid.
     """
     try:
-        document = yaml.safe_load(text)
+        document = safe_load_strict(text)
     except yaml.YAMLError as e:
         raise ConfigError([f"cannot parse policy {path}: {e}"]) from None
     policy = parse_policy(document, config, str(path))

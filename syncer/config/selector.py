@@ -124,6 +124,20 @@ def dns1123_label_errors(value: str) -> list[str]:
     return errs
 
 
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """Return the Kubernetes `IsDNS1123Subdomain` errors for `value` (apimachinery pkg/util/validation/validation.go:
+    at most 253 characters of dot-separated DNS-1123 labels; the rule for most object names, RuntimeClasses'
+    included), an empty list when it is a subdomain."""
+    errs = [f"must be no more than {_MAX_PREFIX} characters"] if len(value) > _MAX_PREFIX else []
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+            "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+            f"'{_DNS1123_SUBDOMAIN_FMT}')"
+        )
+    return errs
+
+
 @dataclass(frozen=True)
 class Requirement:
     """One selector requirement: `key` `operator` `values` (operator one of OPERATORS)."""
