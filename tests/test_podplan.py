@@ -101,7 +101,8 @@ ROWS = [
     (11, virtual(deleting=True), host(uid=None), True, ADMITTED,
      podplan.DeleteHost("virtual pod is being deleted", 30)),
     (18, virtual(), host(), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
-    (18, defaulted(virtual()), defaulted(host()), True, ADMITTED, podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
+    (18, defaulted(virtual()), defaulted(host()), True, ADMITTED,
+     podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
     (18, bound(virtual(), "node-1"), bound(host(), "node-1"), True, ADMITTED,
      podplan.Update(GateDecision(True, "gvisor", pod=NAME))),
     (18, virtual(), bound(host(), "node-1"), True, ADMITTED,  # not bound yet: the update binds it

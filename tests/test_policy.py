@@ -93,6 +93,14 @@ def test_resolution(policy: Effective, named: str, config: Any, expected: tuple[
     assert run(policy, named, config) == expected
 
 
+def test_with_the_runtime_class_sync_off_a_pod_may_name_any_class() -> None:
+    # sync.fromHost.runtimeClasses.enabled: false: the gate judges no class (and the host's are not read), so the
+    # strict refusal says any class will do, not "none"
+    off = parse_config({"sync": {"fromHost": {"runtimeClasses": {"enabled": False}}}})
+    assert run(Effective(require=True), "", off) == (False, "", False, NO_CLASS.format("any"))
+    assert run(Effective(require=True), "made-up", off) == (True, "made-up", False, "")
+
+
 def test_defaulted_event_message() -> None:
     assert defaulted_message("web", "gvisor") == 'synced pod "web" to host with the default runtime class "gvisor"'
 
@@ -388,6 +396,32 @@ async def test_policy_command_table_json_and_exit_statuses(clusters: Clusters, t
     pol.write_text("defaultRuntimeClassName: [x]\n")  # an invalid file: exit 2, before any API request
     code, _, err = await run_cli(*args)
     assert code == 2 and "invalid defaultRuntimeClassName" in err
+
+
+async def test_policy_command_judges_the_forced_class_every_pod_runs_with(clusters: Clusters, tmp_path: Path) -> None:
+    # behaviour.md section 6: the class the host pod runs with (the forced one when set) passes the handler list;
+    # a policy that refuses it refuses every pod, and the host shows it: exit 1
+    await _host_classes(clusters)  # gvisor (runsc), kata (kata-fc), kata-qemu
+    document = rc_config(DEV)
+    document["sync"]["toHost"] = {"pods": {"runtimeClassName": "kata-qemu"}}
+    cfg = tmp_path / "vcluster.yaml"
+    cfg.write_text(yaml.safe_dump(document))
+    pol = tmp_path / "policy.yaml"
+    pol.write_text("allowedHandlers: [runsc]\n")
+    args = ("policy", "--config", str(cfg), "--policy", str(pol), "--host-kubeconfig", str(clusters.host_kubeconfig))
+    code, out, _ = await run_cli(*args, "-o", "json")
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["problems"] == ['<top level>: the forced runtime class "kata-qemu" uses the handler "kata-qemu", '
+                               "which is not allowed (allowed handlers: runsc): every pod is refused"]
+    assert {"entry": "<top level>", "runtime_class": "gvisor", "handler": "runsc", "allowed": False,
+            "reason": 'the forced runtime class "kata-qemu" uses the handler "kata-qemu", which is not allowed '
+                      "(allowed handlers: runsc)"} in doc["runtimeClasses"]
+    pol.write_text("allowedHandlers: [kata-qemu]\n")  # the forced class's handler: every class may be named
+    code, out, _ = await run_cli(*args, "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["problems"] == []
+    assert all(v["allowed"] for v in doc["runtimeClasses"])
 
 
 async def test_a_default_the_host_lacks_warns_then_applies_once_the_host_has_it(

@@ -47,7 +47,8 @@ Obj = dict[str, Any]
 DERIVED_ANNOTATIONS = frozenset({
     translate.OBJECT_NAME, translate.OBJECT_NAMESPACE, translate.OBJECT_UID, translate.OBJECT_KIND,
     translate.OBJECT_HOST_NAME, translate.OBJECT_HOST_NAMESPACE,
-    translate.VIRTUAL_RUNTIME_CLASS, translate.DEFAULT_RUNTIME_CLASS, downward.NAME, downward.NAMESPACE, downward.UID, downward.SERVICE_ACCOUNT_NAME,
+    translate.VIRTUAL_RUNTIME_CLASS, translate.DEFAULT_RUNTIME_CLASS, downward.NAME, downward.NAMESPACE, downward.UID,
+    downward.SERVICE_ACCOUNT_NAME,
     downward.LABELS, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD, metadata.OWNER_REFERENCES,
     metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS, tokens.STATE_ANNOTATION,
     translate.SCHEDULING_GATES, metadata.SYNCED_IMAGES})

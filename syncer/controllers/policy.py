@@ -58,8 +58,12 @@ def handler_of(rc: Obj | None) -> str | None:
     return h if isinstance(h, str) else None
 
 
-def usable_classes(config: SyncerConfig, policy: Effective, host_rcs: Iterable[Obj]) -> list[str]:
-    """The host classes a pod in this namespace may name: they pass the gate and the handler list."""
+def usable_classes(config: SyncerConfig, policy: Effective, host_rcs: Iterable[Obj]) -> list[str] | None:
+    """The host classes a pod in this namespace may name: they pass the gate and the handler list. None with
+    `sync.fromHost.runtimeClasses.enabled: false`: the gate judges no class then (and the host's are not read), so a
+    pod may name any."""
+    if not config.enabled:
+        return None
     out = []
     for rc in host_rcs:
         name = (rc.get("metadata") or {}).get("name")
@@ -72,19 +76,21 @@ def usable_classes(config: SyncerConfig, policy: Effective, host_rcs: Iterable[O
 
 
 def resolve(config: SyncerConfig, policy: Effective, pod: str, named: str, host_rc: Callable[[str], Obj | None],
-            usable: Callable[[], list[str]]) -> Resolution:
+            usable: Callable[[], list[str] | None]) -> Resolution:
     """Resolve pod `pod`, which names class `named` ("" = none), under the namespace's effective policy.
 
     Args:
         host_rc: looks up a host RuntimeClass by name (the cache).
-        usable: the classes a pod may name here (only called for the message of a refusal).
+        usable: the classes a pod may name here, None for any (only called for the message of a refusal).
     """
     rc, defaulted = named, False
     if not rc and policy.default:
         rc, defaulted = policy.default, True
     forced = config.forced_runtime_class
     if not rc and not forced and (policy.require or policy.handlers is not None):
-        return Resolution(False, "", False, Refusal(Why.NO_CLASS, allowed=tuple(usable())), pod)
+        allowed = usable()
+        return Resolution(False, "", False, Refusal(Why.NO_CLASS, allowed=None if allowed is None else tuple(allowed)),
+                          pod)
     decision = gate.evaluate(config, pod, rc, host_rc(rc) if rc else None)
     if decision.refusal is not None:
         return Resolution(False, rc, defaulted, replace(decision.refusal, default=defaulted), pod)

@@ -3,7 +3,9 @@ of each entry of the file (the top level, then each namespace entry in file orde
 host RuntimeClass with whether tenants there may use it and, if not, why.
 
 A problem the host shows is a default that is unusable there (missing, refused by the selector, being
-deleted, or a handler the entry does not allow); vcluster's own CoreDNS refused in kube-system is one too
+deleted, or a handler the entry does not allow), or a forced class (`sync.toHost.pods.runtimeClassName`, which every
+pod runs with) whose handler the entry does not allow or the host lacks; vcluster's own CoreDNS refused in kube-system
+is one too
 (`system_pod_problems`): `problems` lists them, and the command exits 1.
 """
 
@@ -39,30 +41,53 @@ def entries(policy: Policy) -> list[Effective]:
     return out
 
 
-def judge(config: SyncerConfig, effective: Effective, rc: Obj) -> Verdict:
-    """Whether a pod under `effective` may name host class `rc`."""
+def judge(config: SyncerConfig, effective: Effective, rc: Obj, forced: Obj | None = None) -> Verdict:
+    """Whether a pod under `effective` may name host class `rc`. With `sync.toHost.pods.runtimeClassName` the pod
+    runs with that class, `forced` (None when the host lacks it), and the handler list judges that one, as
+    `policy.resolve` does."""
     name = str((rc.get("metadata") or {}).get("name"))
     handler = handler_of(rc) or ""
     decision = gate.evaluate(config, "", name, rc)
     if decision.refusal is not None:
         return Verdict(effective.entry, name, handler, False, decision.refusal.predicate)
-    if effective.handlers is not None and handler not in effective.handlers:
-        return Verdict(effective.entry, name, handler, False, f'the handler "{handler}" is not allowed (allowed '
-                                                              f"handlers: {', '.join(effective.handlers) or 'none'})")
+    if (why := _handler_refused(config, effective, handler, forced)) is not None:
+        return Verdict(effective.entry, name, handler, False, why)
     return Verdict(effective.entry, name, handler, True)
+
+
+def _handler_refused(config: SyncerConfig, effective: Effective, handler: str, forced: Obj | None) -> str | None:
+    """Why the handler list refuses a pod whose class has `handler` (the forced class's when one is forced), None
+    when it does not."""
+    if effective.handlers is None:
+        return None
+    listed = ", ".join(effective.handlers) or "none"
+    if config.forced_runtime_class:
+        subject = f'the forced runtime class "{config.forced_runtime_class}"'
+        runs_with = handler_of(forced)
+        if runs_with is None:
+            return f"{subject} does not exist in the host, so its handler cannot be checked"
+        if runs_with not in effective.handlers:
+            return f'{subject} uses the handler "{runs_with}", which is not allowed (allowed handlers: {listed})'
+        return None
+    if handler not in effective.handlers:
+        return f'the handler "{handler}" is not allowed (allowed handlers: {listed})'
+    return None
 
 
 def report(config: SyncerConfig, policy: Policy, host_rcs: list[Obj]) -> dict[str, Any]:
     """`{"entries": [...], "runtimeClasses": [...], "problems": [...]}` (the `-o json` document)."""
     classes = sorted(host_rcs, key=lambda o: str((o.get("metadata") or {}).get("name")))
     by_name = {str((o.get("metadata") or {}).get("name")): o for o in classes}
+    forced = by_name.get(config.forced_runtime_class) if config.forced_runtime_class else None
     out_entries, verdicts, problems = [], [], []
     for eff in entries(policy):
         out_entries.append({"entry": eff.entry, "defaultRuntimeClassName": eff.default or None,
                             "requireRuntimeClassName": eff.require,
                             "allowedHandlers": list(eff.handlers) if eff.handlers is not None else None})
-        judged = [judge(config, eff, rc) for rc in classes]
+        judged = [judge(config, eff, rc, forced) for rc in classes]
         verdicts += [asdict(v) for v in judged]
+        if config.forced_runtime_class and (why := _handler_refused(config, eff, "", forced)) is not None:
+            problems.append(f"{eff.entry}: {why}: every pod is refused")
         if eff.default:
             rc = by_name.get(eff.default)
             if rc is None:

@@ -40,7 +40,8 @@ class Refusal:
         default: the class is the namespace's default (the subject says `its default runtime class`).
         detail: NOT_FOUND/DELETING/UNCHECKABLE: the lookup's or the selector's error ("" for the
             contract's own words); HANDLER: the handler.
-        allowed: NO_CLASS: the classes a pod may name here; HANDLER: the allowed handlers.
+        allowed: NO_CLASS: the classes a pod may name here (None: any, the RuntimeClass sync being off, no class
+            is judged); HANDLER: the allowed handlers.
         priority_class: set when the refusal is the priority-class gate's (vcluster's `applyLimitByPriorityClass`,
             its words with `priority class` and `sync.fromHost.priorityClasses.selector`); `why` is then one of
             the gate's four.
@@ -50,7 +51,7 @@ class Refusal:
     runtime_class: str = ""
     default: bool = False
     detail: str = ""
-    allowed: tuple[str, ...] = ()
+    allowed: tuple[str, ...] | None = ()
     priority_class: str = ""
 
     @property
@@ -63,7 +64,7 @@ class Refusal:
     @property
     def predicate(self) -> str:
         """What is wrong with the subject, e.g. `in the host does not match the selector under '...'`."""
-        listed = ", ".join(self.allowed) or "none"
+        listed = "any" if self.allowed is None else ", ".join(self.allowed) or "none"
         if self.priority_class:
             noun, name, resource, path = ("priority class", self.priority_class, "priorityclasses.scheduling.k8s.io",
                                           PRIORITY_SELECTOR_PATH)
