@@ -27,7 +27,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from kubesim import fielderrors, qos, validation
+from kubesim import features, fielderrors, qos, validation
 from kubesim.status import StatusError, forbidden, invalid
 from kubesim.tokens import kube_api_access_volume
 from syncer.controllers import podsecurity
@@ -110,11 +110,11 @@ def apply_apparmor_version_skew(pod: Obj) -> None:
                 c["securityContext"] = {**obj(c, "securityContext"), "appArmorProfile": profile}
 
 
-def validate_create(res: APIResource, obj: Obj) -> None:
-    """Validate a new object (validation.py: pods, runtime classes, and object metadata for every
-    kind). Raises StatusError 422 listing every error."""
+def validate_create(res: APIResource, obj: Obj, minor: int = features.DEFAULT_MINOR) -> None:
+    """Validate a new object on a server of Kubernetes 1.`minor` (validation.py: pods, runtime classes, and object
+    metadata for every kind). Raises StatusError 422 listing every error."""
     if res == PODS:
-        errs = validation.validate_pod(obj)
+        errs = validation.validate_pod(obj, minor)
     elif res == RUNTIMECLASSES:
         errs = validation.validate_runtime_class(obj)
     else:

@@ -712,7 +712,8 @@ class EmbeddedAPIServer:
             admission.default_pod_spec(obj)  # decoding defaults come before the strategy and validation
         if res == PODS:
             features.drop_disabled_pod_fields(obj, None, self.minor)
-        admission.validate_create(res, obj)
+            features.merge_label_keys(obj, self.minor)  # the pod strategy's PrepareForCreate, before validation
+        admission.validate_create(res, obj, self.minor)
         if res == PODS:
             admission.default_pod(obj)
             # the mutating plugins in kube-apiserver's order, then the validating PodSecurity

@@ -9,7 +9,8 @@ Each rule names the Kubernetes function it follows. Sources:
   `ValidateEnv`/`validateEnvVarValueFrom`/`validateObjectFieldSelector`, `validateEnvFrom`,
   `validateRestartPolicy`, `validateDNSPolicy`, `validatePodDNSConfig`, `ValidateTolerations`,
   `activeDeadlineSeconds`, `hostname`/`subdomain` as `ValidateDNS1123Label`,
-  `validateImagePullSecrets`), and `ValidatePodUpdate` (only images, a lowered
+  `validateImagePullSecrets`, the label keys of `validatePodAffinityTerm` and `validateTopologySpreadConstraints`:
+  `validateMatchLabelKeysAndMismatchLabelKeys`, `validateMatchLabelKeysInTopologySpread` before 1.34), and `ValidatePodUpdate` (only images, a lowered
   `activeDeadlineSeconds`, added tolerations and `terminationGracePeriodSeconds` may change);
 - `pkg/apis/node/validation/validation.go`: `ValidateRuntimeClass` (handler, a DNS-1123 label, immutable).
 
@@ -24,8 +25,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from kubesim import features, qos
 from kubesim import fielderrors as fe
-from kubesim import qos
 from kubesim.fielderrors import FieldError
 from syncer.config.selector import label_value_errors, qualified_name_errors
 
@@ -148,18 +149,19 @@ def validate_owner_references(refs: Any) -> list[FieldError]:
 
 # ---------------------------------------------------------------------------------------------- pods
 
-def validate_pod(pod: Obj) -> list[FieldError]:
-    """`ValidatePodCreate`: object metadata and `ValidatePodSpec` for the fields the syncer writes, then no ephemeral
-    containers: they are added through `pods/ephemeralcontainers` only ("cannot be set on create")."""
+def validate_pod(pod: Obj, minor: int = features.DEFAULT_MINOR) -> list[FieldError]:
+    """`ValidatePodCreate` on a server of Kubernetes 1.`minor`: object metadata and `ValidatePodSpec` for the fields
+    the syncer writes, then no ephemeral containers: they are added through `pods/ephemeralcontainers` only ("cannot
+    be set on create")."""
     spec = pod.get("spec") or {}
-    errs = validate_object_meta(pod.get("metadata") or {}) + validate_pod_spec(spec, "spec")
+    errs = validate_object_meta(pod.get("metadata") or {}) + validate_pod_spec(spec, "spec", minor)
     if spec.get("ephemeralContainers"):
         errs.append(fe.forbidden("spec.ephemeralContainers", "cannot be set on create"))
     return errs
 
 
-def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
-    """`ValidatePodSpec` (the parts the syncer can produce)."""
+def validate_pod_spec(spec: Obj, path: str, minor: int = features.DEFAULT_MINOR) -> list[FieldError]:
+    """`ValidatePodSpec` (the parts the syncer can produce) on a server of Kubernetes 1.`minor`."""
     volumes, errs = _validate_volumes(spec.get("volumes"), f"{path}.volumes")
     errs += _validate_containers(spec, volumes, path)
     restart = spec.get("restartPolicy")
@@ -181,6 +183,89 @@ def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
     for f in ("serviceAccountName", "runtimeClassName", "priorityClassName"):
         if spec.get(f):
             errs += fe.dns1123_subdomain(f"{path}.{f}", str(spec[f]))
+    return errs + _validate_affinity_label_keys(spec, path) + _validate_spread_label_keys(spec, path, minor)
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _label_key_names(path: str, keys: list[str], selector: Any) -> list[FieldError]:
+    """`validateLabelKeys`: label keys only beside a label selector, each a qualified name (`ValidateLabelName`)."""
+    if not keys:
+        return []
+    if not isinstance(selector, dict):
+        return [fe.forbidden(path, "must not be specified when labelSelector is not set")]
+    return [fe.invalid(f"{path}[{i}]", key, m) for i, key in enumerate(keys) for m in qualified_name_errors(key)]
+
+
+def validate_label_keys(path: str, match_keys: Any, mismatch_keys: Any, selector: Any) -> list[FieldError]:
+    """`ValidateMatchLabelKeysAndMismatchLabelKeys` (pkg/apis/core/validation) for the term or constraint at `path`:
+    the keys are label names beside a selector; a `matchLabelKeys` key the selector names again after a requirement
+    on it (the API server has folded the keys in by then: `mutatePodAffinity`) is refused at `<path>[<index of the
+    key>]` (sic: the path lacks `.matchLabelKeys`), "exists in both matchLabelKeys and labelSelector"; and no key is in
+    both lists."""
+    match, mismatch = _strings(match_keys), _strings(mismatch_keys)
+    errs = _label_key_names(f"{path}.matchLabelKeys", match, selector)
+    errs += _label_key_names(f"{path}.mismatchLabelKeys", mismatch, selector)
+    if isinstance(selector, dict):
+        index = {key: i for i, key in enumerate(match)}
+        seen = set(selector.get("matchLabels") or {}) if isinstance(selector.get("matchLabels"), dict) else set()
+        for _, expr in _dicts(selector.get("matchExpressions")):
+            key = expr.get("key")
+            if key in index and key in seen:
+                errs.append(fe.invalid(f"{path}[{index[key]}]", key, "exists in both matchLabelKeys and labelSelector"))
+            seen.add(key)
+    errs += [fe.invalid(f"{path}.matchLabelKeys[{i}]", key, "exists in both matchLabelKeys and mismatchLabelKeys")
+             for i, key in enumerate(match) if key in mismatch]
+    return errs
+
+
+def _validate_affinity_label_keys(spec: Obj, path: str) -> list[FieldError]:
+    """`validateAffinity` -> `validatePodAffinityTerm`'s label-key rule for every pod (anti-)affinity term, required
+    (`...requiredDuringSchedulingIgnoredDuringExecution[i]`) then preferred (`...[j].podAffinityTerm`)."""
+    affinity = spec.get("affinity")
+    errs: list[FieldError] = []
+    for kind in features.AFFINITY_KINDS:
+        rules = affinity.get(kind) if isinstance(affinity, dict) else None
+        if not isinstance(rules, dict):
+            continue
+        at = f"{path}.affinity.{kind}"
+        terms = [(f"{at}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", t)
+                 for i, t in _dicts(rules.get("requiredDuringSchedulingIgnoredDuringExecution"))]
+        terms += [(f"{at}.preferredDuringSchedulingIgnoredDuringExecution[{j}].podAffinityTerm", w["podAffinityTerm"])
+                  for j, w in _dicts(rules.get("preferredDuringSchedulingIgnoredDuringExecution"))
+                  if isinstance(w.get("podAffinityTerm"), dict)]
+        for where, term in terms:
+            errs += validate_label_keys(where, term.get("matchLabelKeys"), term.get("mismatchLabelKeys"),
+                                        term.get("labelSelector"))
+    return errs
+
+
+def _validate_spread_label_keys(spec: Obj, path: str, minor: int) -> list[FieldError]:
+    """`validateTopologySpreadConstraints`' label-key rule: from 1.34 (MatchLabelKeysInPodTopologySpreadSelectorMerge,
+    the keys folded into the selector on create) `ValidateMatchLabelKeysAndMismatchLabelKeys` at the constraint's
+    path, as for affinity terms; before, `validateMatchLabelKeysInTopologySpread` at `...matchLabelKeys`: a key the
+    selector names at all is refused (the scheduler adds it)."""
+    errs: list[FieldError] = []
+    for i, c in _dicts(spec.get("topologySpreadConstraints")):
+        at, selector = f"{path}.topologySpreadConstraints[{i}]", c.get("labelSelector")
+        if minor >= features.SPREAD_SELECTOR_MERGE:
+            errs += validate_label_keys(at, c.get("matchLabelKeys"), None, selector)
+            continue
+        keys, where = _strings(c.get("matchLabelKeys")), f"{at}.matchLabelKeys"
+        if not keys:
+            continue
+        named: set[Any] = set()
+        if isinstance(selector, dict):
+            named.update(selector.get("matchLabels") or {})
+            named.update(e.get("key") for _, e in _dicts(selector.get("matchExpressions")))
+        else:
+            errs.append(fe.forbidden(where, "must not be specified when labelSelector is not set"))
+        for k, key in enumerate(keys):
+            errs += [fe.invalid(f"{where}[{k}]", key, m) for m in qualified_name_errors(key)]
+            if key in named:
+                errs.append(fe.invalid(f"{where}[{k}]", key, "exists in both matchLabelKeys and labelSelector"))
     return errs
 
 
