@@ -1,6 +1,6 @@
 """Pod (anti-)affinity terms and topology spread constraints with `matchLabelKeys`/`mismatchLabelKeys`: what the test
 API server does with them as kube-apiserver does, by version, and that a virtual pod whose API server folded them
-into its selectors reaches the host.
+into its selectors reaches the host (podtranslate/affinity.py, "Label keys").
 
 Sources, for the expected values written below:
 - pkg/registry/core/pod/strategy.go: `PrepareForCreate` -> `mutatePodAffinity`
@@ -22,13 +22,17 @@ Sources, for the expected values written below:
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 import pytest
 
+from kubesim.vcluster import safe_concat_name
+from syncer.controllers.translate import host_pod
 from syncer.kube.client import ApiError
-from syncer.kube.resources import PODS
-from tests.conftest import Clusters
+from syncer.kube.resources import EVENTS, PODS
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, rc_config, running_syncer
+from tests.test_pod_sync import hname
 
 Obj = dict[str, Any]
 LABELS = {"app": "web", "pod-template-hash": "5d4f8c", "release": "shop"}
@@ -36,6 +40,8 @@ WEB = {"matchLabels": {"app": "web"}}
 FOLDED = {"key": "pod-template-hash", "operator": "In", "values": ["5d4f8c"]}  # applyLabelKeysToLabelSelector's
 ANTI = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
 EXISTS = "exists in both matchLabelKeys and labelSelector"
+RELEASE = safe_concat_name("vcluster.loft.sh/label", VCLUSTER, "x", hashlib.sha256(b"release").hexdigest()[:10])
+CONFINED = {"vcluster.loft.sh/managed-by": VCLUSTER, "vcluster.loft.sh/namespace": "default"}
 
 
 def term(selector: Obj | None = None, **keys: Any) -> Obj:
@@ -140,3 +146,54 @@ async def test_before_1_34_a_spread_key_may_not_be_in_the_selector_at_all(cluste
     assert await refused(clusters, web(constraints=[spread(own, matchLabelKeys=["pod-template-hash"])])) == (
         'Pod "p" is invalid: spec.topologySpreadConstraints[0].matchLabelKeys[0]: Invalid value: "pod-template-hash": '
         f"{EXISTS}")
+
+
+# ------------------------------------------------------------------ the translation
+
+
+def test_keys_the_virtual_server_folded_in_are_dropped_the_others_kept_as_host_keys() -> None:
+    # a virtual pod as a 1.34 server stores it: pod-template-hash and release folded (the pod has both labels);
+    # "absent" not (no label); a spread constraint from a server before 1.34: nothing folded
+    folded = {**WEB, "matchExpressions": [FOLDED, {"key": "release", "operator": "NotIn", "values": ["shop"]}]}
+    vpod = web(anti=[term(folded, matchLabelKeys=["pod-template-hash", "absent"], mismatchLabelKeys=["release"])],
+               constraints=[spread(matchLabelKeys=["release"])])
+    spec = host_pod(vpod, vcluster_name=VCLUSTER, host_namespace=HOST_NS)["spec"]
+    assert anti_terms({"spec": spec}) == [term({"matchLabels": {"app": "web", **CONFINED}, "matchExpressions": [
+        FOLDED, {"key": RELEASE, "operator": "NotIn", "values": ["shop"]}]}, matchLabelKeys=["absent"])]
+    assert spec["topologySpreadConstraints"] == [spread({"matchLabels": {"app": "web", **CONFINED}},
+                                                        matchLabelKeys=[RELEASE])]
+
+
+# ------------------------------------------------------------------ the real path
+
+
+async def synced_or_refused(c: Clusters, name: str) -> Obj:
+    """Wait until virtual pod default/`name` has a host pod or a Warning event; return the host pod (the test fails
+    naming the event otherwise)."""
+    def warnings() -> list[str]:
+        return [e["message"] for e in c.virtual_server.storage.objects(EVENTS).values()
+                if e["involvedObject"]["name"] == name and e["type"] == "Warning"]
+    await eventually(lambda: c.host_server.storage.get(PODS, HOST_NS, hname(name)) is not None or bool(warnings()),
+                     f"{name} on the host, or a warning")
+    hp = c.host_server.storage.get(PODS, HOST_NS, hname(name))
+    assert hp is not None, warnings()
+    return hp
+
+
+@pytest.mark.parametrize(("virtual", "host"), [(34, 34), (34, 33), (33, 34), (31, 32)])
+async def test_a_deployments_pod_with_label_keys_reaches_the_host(clusters: Clusters, virtual: int, host: int) -> None:
+    # a Deployment's pod spreading its own revision (pod-template-hash) across zones and away from itself: the
+    # host pod's selectors hold each requirement once, whichever of the two servers folded it
+    clusters.virtual_server.minor, clusters.host_server.minor = virtual, host
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, web("web", anti=[term(matchLabelKeys=["pod-template-hash"])],
+                                                constraints=[spread(matchLabelKeys=["pod-template-hash"])]),
+                                      "default")
+        hp = await synced_or_refused(clusters, "web")
+    confined = {"app": "web", **CONFINED}
+    assert anti_terms(hp) == [term({"matchLabels": confined, "matchExpressions": [FOLDED]})]
+    spread_folded = virtual >= 34 or host >= 34  # mutateTopologySpreadConstraints, on one side or the other
+    assert hp["spec"]["topologySpreadConstraints"] == [
+        spread({"matchLabels": confined, "matchExpressions": [FOLDED]}) if virtual >= 34 else
+        spread({"matchLabels": confined, "matchExpressions": [FOLDED]}, matchLabelKeys=["pod-template-hash"])
+        if spread_folded else spread({"matchLabels": confined}, matchLabelKeys=["pod-template-hash"])]

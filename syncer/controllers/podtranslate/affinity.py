@@ -19,6 +19,23 @@ A term with both `namespaces` and a non-empty `namespaceSelector` selects the un
 selector cannot say: as vcluster does, the `namespaces` are kept and the `namespaceSelector` is ignored, and the
 virtual pod gets a `SyncWarning` in vcluster's words (IGNORED_NAMESPACE_SELECTOR; ignored_namespace_selectors counts
 such terms).
+
+**Label keys** (`matchLabelKeys`, `mismatchLabelKeys`). On create, kube-apiserver folds each key the pod has a label
+of into the selector, `key In (value)` or `key NotIn (value)` (pkg/registry/core/pod/strategy.go, `PrepareForCreate`:
+`mutatePodAffinity` from 1.31, where MatchLabelKeysInPodAffinity is on; `mutateTopologySpreadConstraints` from 1.34,
+MatchLabelKeysInPodTopologySpreadSelectorMerge), keeps the keys, and refuses a selector that names a
+`matchLabelKeys` key twice (pkg/apis/core/validation: `ValidateMatchLabelKeysAndMismatchLabelKeys`, `exists in both
+matchLabelKeys and labelSelector`; before 1.34 a spread constraint's key may not be in its selector at all). The
+virtual pod's selectors therefore already hold what its keys mean, and a host that folds them again refuses the
+pod (vcluster issue 3684 for spread constraints). vcluster's new affinity term has only the selector and the topology
+key (`translatePodAffinityTerm`), so it drops the keys of every term; here a term or constraint keeps its other fields,
+and of its keys only those its translated selector does not name (`_label_keys`): a key the selector names was
+folded in by the virtual API server (its own validation refuses a selector naming a `matchLabelKeys` key otherwise),
+and a `mismatchLabelKeys` key whose requirement the tenant wrote is inert on the host pod (its labels are the virtual
+pod's), so dropping it changes no result. A key the selector does not name is kept, made a host label key like the
+selector's: the virtual pod has no label of it (nothing to fold), or its virtual API server predates the fold of
+spread constraints (before 1.34), whose keys the host's scheduler or API server then applies to the host pod's
+labels.
 """
 
 from __future__ import annotations
@@ -79,6 +96,19 @@ def translate_affinity(spec: Obj, namespace: str, vcluster_name: str, host_key: 
             sel = _selector(c["labelSelector"], host_key) or {}
             sel.setdefault("matchLabels", {}).update({NAMESPACE_LABEL: namespace, MANAGED_BY: vcluster_name})
             c["labelSelector"] = sel
+            _label_keys(c, sel, host_key)
+
+
+def _label_keys(term: Obj, sel: Obj, host_key: Callable[[str], str]) -> None:
+    """Keep, of a (copied) term's or constraint's `matchLabelKeys` and `mismatchLabelKeys`, the keys its translated
+    selector `sel` names no requirement of, as host label keys; a list left empty goes (mutates `term`). See the
+    module's "Label keys"."""
+    named = set(sel.get("matchLabels") or {}) | {e.get("key") for e in sel.get("matchExpressions") or []}
+    for field in ("matchLabelKeys", "mismatchLabelKeys"):
+        keys = [host_key(k) for k in term.pop(field, None) or [] if isinstance(k, str)]
+        kept = [k for k in keys if k not in named]
+        if kept:
+            term[field] = kept
 
 
 def _term(term: Obj, namespace: str, vcluster_name: str, host_key: Callable[[str], str],
@@ -102,6 +132,7 @@ def _term(term: Obj, namespace: str, vcluster_name: str, host_key: Callable[[str
         sel.setdefault("matchLabels", {})[NAMESPACE_LABEL] = namespace  # "this pod's namespace"
     sel.setdefault("matchLabels", {})[MANAGED_BY] = vcluster_name
     out["labelSelector"] = sel
+    _label_keys(out, sel, host_key)
     return out
 
 
