@@ -59,9 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--host-kubeconfig", help="kubeconfig of the host cluster (default: in-cluster config)")
     run.add_argument("--vcluster-name", required=True, help="name of the vcluster (host pod names, labels)")
     run.add_argument("--host-namespace", required=True, help="host namespace that receives the pods")
-    run.add_argument("--health-probe-bind-address", default="",
-                     help="serve /healthz and /readyz here, e.g. :8081 (default: off)")
-    run.add_argument("--metrics-bind-address", default="", help="serve /metrics here, e.g. :8080 (default: off)")
+    run.add_argument("--health-probe-bind-address", default="", type=_bind_address,
+                     help="serve /healthz and /readyz here, e.g. :8081 (every IPv4 and IPv6 address), "
+                          "127.0.0.1:8081 or [::1]:8081 (default: off)")
+    run.add_argument("--metrics-bind-address", default="", type=_bind_address,
+                     help="serve /metrics here, e.g. :8080 (default: off)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument("--log-level", choices=LOG_LEVELS, default="info",
                      help="info: one line per decision; warning and error: only what an operator must act on")
@@ -165,6 +167,18 @@ def _token_lifetime(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{value} s is shorter than the 600 s the API server allows for a token "
                                          "(0 keeps vcluster's ten-year tokens)")
     return value
+
+
+def _bind_address(text: str) -> str:
+    """`--health-probe-bind-address`, `--metrics-bind-address`: "" (off) or what `server.parse_bind_address`
+    accepts; checked here so that a bad one is a command-line error (exit 2) before anything starts."""
+    if text:
+        from syncer.server import parse_bind_address
+        try:
+            parse_bind_address(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def _server_url(text: str) -> str:

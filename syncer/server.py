@@ -9,6 +9,8 @@ from the first second on.
 
 from __future__ import annotations
 
+import errno
+import socket
 from typing import Protocol
 
 from aiohttp import web
@@ -36,16 +38,44 @@ class Probed(Protocol):
         """/readyz when not ready: the reasons, one per line."""
 
 
-def parse_bind_address(addr: str) -> tuple[str, int]:
-    """`host:port` or `:port` (all interfaces) -> (host, port).
+# The hosts that mean every address (Go's net.Listen: an empty host, 0.0.0.0 and :: are all wildcards).
+_WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def parse_bind_address(addr: str) -> tuple[str | None, int]:
+    """`host:port`, `[ipv6]:port` or `:port` -> (host, port); the host is None for every address of every family.
+
+    As controller-runtime's `--health-probe-bind-address` (Go's `net.Listen("tcp", addr)`): the address is split
+    as `net.SplitHostPort` splits it (an IPv6 literal in brackets; a host with a colon outside brackets is refused),
+    and a wildcard host (empty, `0.0.0.0`, `::`) listens on IPv4 and IPv6 alike (Go's `favoriteAddrFamily`: a
+    dual-stack socket for a wildcard listen).
 
     Raises:
         ValueError: not of that form, or the port is not a number from 0 to 65535.
     """
     host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"invalid bind address {addr!r}: expected HOST:PORT or :PORT")
-    return host or "0.0.0.0", int(port)
+    bracketed = host.startswith("[") and host.endswith("]")
+    if bracketed:
+        host = host[1:-1]
+    if (not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535 or "[" in host or "]" in host
+            or (":" in host and not bracketed)):
+        raise ValueError(f"invalid bind address {addr!r}: expected HOST:PORT, [IPv6]:PORT or :PORT "
+                         "(e.g. :8081, 127.0.0.1:8081, [::1]:8081)")
+    return (None if host in _WILDCARDS else host), int(port)
+
+
+def _wildcard_site(runner: web.AppRunner, port: int) -> web.BaseSite:
+    """A site on every address: one dual-stack IPv6 socket (IPv4 arrives mapped), as Go listens; IPv4 alone on a
+    machine without IPv6."""
+    if socket.has_dualstack_ipv6():
+        try:
+            sock = socket.create_server(("::", port), family=socket.AF_INET6, dualstack_ipv6=True)
+        except OSError as e:
+            if e.errno not in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):  # IPv6 turned off: IPv4 below
+                raise
+        else:
+            return web.SockSite(runner, sock)
+    return web.TCPSite(runner, "0.0.0.0", port)
 
 
 class ProbeServer:
@@ -86,7 +116,7 @@ class ProbeServer:
             app.add_routes([r for _, r in routes])
             runner = web.AppRunner(app, access_log=None, handle_signals=False)
             await runner.setup()
-            site = web.TCPSite(runner, host, port)
+            site = _wildcard_site(runner, port) if host is None else web.TCPSite(runner, host, port)
             await site.start()
             self._runners.append(runner)
             bound = site._server.sockets[0].getsockname()[1] if site._server else port  # type: ignore[attr-defined]
