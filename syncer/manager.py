@@ -126,6 +126,7 @@ class Syncer:
         self.pod_queue = WorkQueue("pod", on_add=lambda _: pod_adds.inc(), clock=self.clock)
         self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: rc_adds.inc(), clock=self.clock)
         self.recorder = EventRecorder(virtual, "pod-syncer", options.instance)
+        self.recorders = [self.recorder]  # an event write their RBAC refuses shows in readiness
         self.pod_reconciler = PodReconciler(config, self.sources, host=host, virtual=virtual, factory=self.factory,
                                             recorder=self.recorder, metrics=m, policy=policy, clock=self.clock,
                                             token_lifetime=options.token_lifetime)
@@ -135,6 +136,7 @@ class Syncer:
         if config.enabled:
             rc_events = EventRecorder(virtual, "runtimeclass-syncer",
                                       options.instance.replace("pod-syncer", "runtimeclass-syncer", 1))
+            self.recorders.append(rc_events)
             self.rc_reconciler = RuntimeClassReconciler(config, self.factory.store(self.sources.host_rcs),
                                                         self.factory.store(self.sources.virtual_rcs), virtual,
                                                         patcher, rc_events)
@@ -187,7 +189,8 @@ class Syncer:
         done or this replica a follower (followers are ready to take over; they do not write)."""
         return ((self.ready_event.is_set() or (self.following and self.caches_synced.is_set()))
                 and all(i.last_error is None for i in self.informers)
-                and not any(c.forbidden for c in self.controllers) and not self.pod_reconciler.tokens.failing)
+                and not any(c.forbidden for c in self.controllers) and not any(r.forbidden for r in self.recorders)
+                and not self.pod_reconciler.tokens.failing)
 
     def readiness_detail(self) -> list[str]:
         """Why the syncer is not ready (empty when ready)."""
@@ -197,6 +200,9 @@ class Syncer:
                 if i.synced.is_set() and i.last_error is not None]
         why += [f"forbidden to {verb} {resource} on the {cluster} cluster: {msg}" for c in self.controllers
                 for (cluster, verb, resource), msg in c.forbidden.items()]
+        why += [f"forbidden to {verb} {resource} on the {cluster} cluster: {msg}" for r in self.recorders
+                for (cluster, verb, resource), msg in r.forbidden.items() if not any(
+                    (cluster, verb, resource) in c.forbidden for c in self.controllers)]
         why += [f"renewing the service-account tokens of pod {key} failing: {msg}"
                 for key, msg in sorted(self.pod_reconciler.tokens.failing.items())]
         if not why and not self.ready_event.is_set():

@@ -4,7 +4,9 @@ A reconcile takes a key, compares desired with actual state and writes the diffe
 None when done, or a number of seconds after which the key should be looked at again; it raises to
 ask for a retry with per-key exponential backoff (at least the server's Retry-After on 429/503). A
 failing key never stops the other keys. A 403 (missing RBAC) is logged once per verb, resource and
-cluster, at error level, naming the group, instead of on every retry.
+cluster, at error level, naming the group, instead of on every retry; a 403 that names another cause (a
+ResourceQuota, a terminating namespace, a webhook's denial) is not the syncer's RBAC and is retried as any
+refusal.
 """
 
 from __future__ import annotations
@@ -22,6 +24,24 @@ from syncer.metrics import Metrics
 log = logging.getLogger(__name__)
 
 Reconcile = Callable[[str], Awaitable[float | None]]
+
+# What kube-apiserver's 403s that are not an authorization decision say (their admission plugins' messages):
+# ResourceQuota (`exceeded quota: <name>, requested: ...`), NamespaceLifecycle (`unable to create new content in
+# namespace <ns> because it is being terminated`, cause NamespaceTerminating) and an admission webhook's denial
+# (`admission webhook "<name>" denied the request`, a webhook may answer 403).
+_REFUSALS = (("exceeded quota", "exceeded quota"), ("because it is being terminated", "namespace terminating"),
+             ("denied the request", "admission webhook denial"))
+
+
+def refusal_cause(e: ApiError) -> str | None:
+    """The cause an API refusal names that is the tenant's or the cluster's, not the syncer's permissions: "exceeded
+    quota", "namespace terminating", "admission webhook denial"; None for any other."""
+    return next((cause for words, cause in _REFUSALS if words in e.message), None)
+
+
+def rbac_denial(e: ApiError) -> bool:
+    """A 403 that is the syncer's missing RBAC: any 403 that names no other cause (`refusal_cause`)."""
+    return e.status == 403 and refusal_cause(e) is None
 
 
 class ReconcileError(Exception):
@@ -124,7 +144,7 @@ class Controller:
         self._errors.inc()
         self._retries.inc()
         retries = self.queue.num_requeues(key)
-        if isinstance(e, ApiError) and e.status == 403:
+        if isinstance(e, ApiError) and rbac_denial(e):
             cause = (e.cluster, e.verb, e.resource)
             if cause not in self.forbidden:
                 group = e.resource.split(".", 1)[1] if "." in e.resource else "core"

@@ -5,6 +5,21 @@ Repeats of the same event (same object uid, type, reason, message and source) ra
 `<object>.<timestamp>`, the name here is derived from that identity, so a restarted syncer finds and
 updates the Event it wrote before instead of adding a second one. The correlation cache is an LRU of
 4096 entries, as in client-go (`maxLruCacheEntries`).
+
+As client-go's recorder (k8s.io/client-go/tools/record/event.go, `recordToSink` and `recordEvent`), a failed
+event write never fails the work it reports on:
+
+- an Event the API server refuses (an HTTP error that is not one of the transient ones below: a ResourceQuota on
+  `count/events` "exceeded quota", a namespace being terminated or gone, a webhook's denial, a 422) is dropped at
+  once and not retried (client-go: a `StatusError` is not retried). It is logged at warning once per namespace and
+  cause until an event is written there again; a terminating or deleted namespace only at debug (client-go drops
+  NamespaceTerminating silently). A 403 that is the syncer's missing RBAC is logged at error once and kept in
+  `forbidden` (readiness), until a write of that verb succeeds;
+- a write that got no answer, was throttled (429) or met server trouble (5xx) raises `ApiError`: the caller's
+  reconcile retries it with its backoff, so the callers that mark an event recorded once it is written keep
+  working. One event is tried at most 12 times in a row (client-go's `maxTriesPerEvent`); the 12th failure drops
+  it. client-go retries such a write itself, every 10 s; here the retry is the reconcile's, which stops with it
+  (a lost lease), and client-go's REST client retries 429 and 5xx with Retry-After before its recorder sees them.
 """
 
 from __future__ import annotations
@@ -13,22 +28,47 @@ import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.clock import now_rfc3339
+from syncer.kube.controller import rbac_denial, refusal_cause
 from syncer.kube.resources import EVENTS, APIResource
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 _LRU_SIZE = 4096
+MAX_TRIES = 12  # client-go tools/record/event.go maxTriesPerEvent
+_QUIET = ("namespace terminating", "namespace not found")  # refusals logged at debug only
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 def event_name(obj_name: str, identity: str) -> str:
     """`<object name>.<16 hex digits of sha256(identity)>`, at most 253 characters."""
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     return f"{obj_name[:253 - 17]}.{digest}"
+
+
+def _put(lru: OrderedDict[K, V], key: K, value: V) -> None:
+    """Set `key` as the most recently used entry of `lru`, dropping the least recently used beyond 4096."""
+    lru[key] = value
+    lru.move_to_end(key)
+    while len(lru) > _LRU_SIZE:
+        lru.popitem(last=False)
+
+
+@dataclass
+class _Seen:
+    """What this process knows of one event: how often it happened, since when, and whether the API server holds
+    it under its name (then a repeat is a PATCH of its count)."""
+
+    count: int
+    first: str
+    written: bool
 
 
 class EventRecorder:
@@ -38,38 +78,46 @@ class EventRecorder:
         client: the cluster the events go to (the virtual cluster for pod-syncer events).
         component: `source.component` and `reportingComponent` (e.g. "pod-syncer").
         instance: `reportingInstance` (e.g. "pod-syncer-<hostname>").
-        clock: returns the current time as an RFC 3339 string (tests may fix it).
+        timestamps: returns the current time as an RFC 3339 string (tests may fix it).
+    Attributes:
+        forbidden: (cluster, verb, resource) -> the API server's message, for each event write refused by the
+            syncer's RBAC (readiness shows them), until a write of that verb succeeds.
     """
 
     def __init__(self, client: KubeClient, component: str, instance: str,
-                 clock: Callable[[], str] = now_rfc3339) -> None:
+                 timestamps: Callable[[], str] = now_rfc3339) -> None:
         self.client = client
         self.component = component
         self.instance = instance
-        self.clock = clock
-        self._seen: OrderedDict[str, int] = OrderedDict()  # identity -> count (the name derives from it)
+        self.timestamps = timestamps
+        self.forbidden: dict[tuple[str, str, str], str] = {}
+        self._seen: OrderedDict[str, _Seen] = OrderedDict()  # identity -> what is known (the name derives from it)
+        self._tries: OrderedDict[str, int] = OrderedDict()  # identity -> failed tries in a row (transient errors)
+        self._logged: OrderedDict[str, set[str]] = OrderedDict()  # namespace -> refusal causes logged
 
     async def record(self, res: APIResource, obj: Obj, type_: str, reason: str, message: str,
-                     action: str) -> Obj:
+                     action: str) -> Obj | None:
         """Record (or count again) an event about `obj`, an object of resource `res`.
 
-        Returns the Event as stored. Raises ApiError when the API refuses the write.
+        Returns the Event as stored, or None when it was not written: refused by the API server (dropped, not
+        retried), or failed for the 12th time in a row.
+
+        Raises:
+            ApiError: the write got no answer, was throttled or met server trouble (retry it: the caller's
+                reconcile is retried with backoff), before the event's 12th try.
         """
         meta = obj["metadata"]
         identity = "\x00".join((meta.get("namespace", ""), res.kind, meta["name"], meta.get("uid", ""), type_,
                                 reason, message, self.component))
         namespace = meta.get("namespace") or "default"
         name = event_name(meta["name"], identity)
-        now = self.clock()
-        known = self._seen.get(identity)
-        if known is not None:
+        now = self.timestamps()
+        seen = self._seen.get(identity)
+        if seen is not None:
             self._seen.move_to_end(identity)
-            try:
-                return await self._count(namespace, name, known + 1, now, identity)
-            except ApiError as e:
-                if not e.not_found:
-                    raise
-                # the Event expired or was deleted: start a new one
+        after = _Seen(seen.count + 1, seen.first, seen.written) if seen is not None else _Seen(1, now, False)
+        what = f"{reason} on {res.kind} " + (f"{meta['namespace']}/{meta['name']}" if meta.get("namespace")
+                                             else meta["name"])
         event = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": name, "namespace": namespace},
@@ -78,26 +126,73 @@ class EventRecorder:
                                "resourceVersion": meta.get("resourceVersion")},
             "reason": reason, "message": message, "type": type_,
             "source": {"component": self.component},
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "firstTimestamp": after.first, "lastTimestamp": now, "count": after.count,
             "reportingComponent": self.component, "reportingInstance": self.instance, "action": action,
         }
         try:
-            stored = await self.client.create(EVENTS, event, namespace)
+            verb, stored = await self._write(namespace, name, event, seen)
+        except ApiError as e:
+            if e.transient or e.status < 400:  # no answer, throttled, server trouble, an answer not understood
+                tries = self._tries.pop(identity, 0) + 1
+                if tries < MAX_TRIES:
+                    _put(self._tries, identity, tries)
+                    raise
+                log.warning("event %s not recorded: its write failed %d times in a row and is not tried again "
+                            "(client-go's limit): %s", what, tries, e)
+            else:
+                self._tries.pop(identity, None)
+                self._refused(e, what, namespace)
+            _put(self._seen, identity, after)
+            return None
+        self._tries.pop(identity, None)
+        _put(self._seen, identity, _Seen(int(stored.get("count") or after.count),
+                                         str(stored.get("firstTimestamp") or after.first), True))
+        self._logged.pop(namespace, None)
+        for cause in [c for c in self.forbidden if c[1] == verb]:
+            del self.forbidden[cause]
+            log.info("%s: %s %s on the %s cluster is allowed again", self.component, cause[1], cause[2], cause[0])
+        return stored
+
+    async def _write(self, namespace: str, name: str, event: Obj, known: _Seen | None) -> tuple[str, Obj]:
+        """PATCH the count of an Event the server holds, else create it; returns (the verb that wrote it, the
+        Event as stored)."""
+        now = event["lastTimestamp"]
+        if known is not None and known.written:
+            try:
+                return "patch", await self.client.patch(EVENTS, name, {"count": event["count"], "lastTimestamp": now},
+                                                        namespace)
+            except ApiError as e:
+                if not e.not_found:
+                    raise
+                # the Event expired or was deleted: start a new one
+                event = {**event, "count": 1, "firstTimestamp": now}
+        try:
+            return "create", await self.client.create(EVENTS, event, namespace)
         except ApiError as e:
             if not e.already_exists:
                 raise
-            existing = await self.client.get(EVENTS, name, namespace)  # written by an earlier run
-            return await self._count(namespace, name, int(existing.get("count") or 1) + 1, now, identity)
-        self._remember(identity, 1)
-        return stored
+        existing = await self.client.get(EVENTS, name, namespace)  # written by an earlier run
+        return "patch", await self.client.patch(EVENTS, name, {"count": int(existing.get("count") or 1) + 1,
+                                                               "lastTimestamp": now}, namespace)
 
-    async def _count(self, namespace: str, name: str, count: int, now: str, identity: str) -> Obj:
-        stored = await self.client.patch(EVENTS, name, {"count": count, "lastTimestamp": now}, namespace)
-        self._remember(identity, count)
-        return stored
-
-    def _remember(self, identity: str, count: int) -> None:
-        self._seen[identity] = count
-        self._seen.move_to_end(identity)
-        while len(self._seen) > _LRU_SIZE:
-            self._seen.popitem(last=False)
+    def _refused(self, e: ApiError, what: str, namespace: str) -> None:
+        """Drop an event the API server refused: log it once per namespace and cause (the syncer's RBAC: at error,
+        and kept in `forbidden`)."""
+        if rbac_denial(e):
+            cause = (e.cluster, e.verb, e.resource)
+            if cause not in self.forbidden:
+                group = e.resource.split(".", 1)[1] if "." in e.resource else "core"
+                log.error("%s: forbidden to %s %s (group %s) on the %s cluster; check the RBAC of the syncer: %s",
+                          self.component, e.verb, e.resource.split(".", 1)[0], group, e.cluster, e.message)
+            self.forbidden[cause] = e.message
+            return
+        label = refusal_cause(e) or ("namespace not found" if e.not_found and e.verb == "create"
+                                     else f"HTTP {e.status} {e.reason}")
+        logged = self._logged.get(namespace)
+        if label in _QUIET or (logged is not None and label in logged):
+            log.debug("event %s not recorded: the %s cluster refused it (%s): %s", what, e.cluster, label, e.message)
+            return
+        _put(self._logged, namespace, (logged or set()) | {label})
+        log.warning("event %s not recorded: the %s cluster refused it (%s); refused events are not retried, and "
+                    "this cause is logged once for namespace %s until an event is written there: %s",
+                    what, e.cluster, label, namespace, e.message)
