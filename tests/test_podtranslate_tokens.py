@@ -40,6 +40,15 @@ def test_sources_and_requests() -> None:
         VCLUSTER_EXPIRATION_SECONDS
 
 
+def test_the_first_default_audience_names_the_cluster_domain() -> None:
+    # translator.go: audiences := []string{"https://kubernetes.default.svc." + t.clusterDomain, ...}, clusterDomain
+    # being networking.advanced.clusterDomain (the virtual API server's issuer); a projection's own audience stays
+    assert token_sources(SPEC, "corp.local") == [
+        TokenSource("kube-api-access-abcde", 0, "token", ("https://kubernetes.default.svc.corp.local",
+                                                          "https://kubernetes.default.svc", "https://kubernetes.default")),
+        TokenSource("vault", 0, "jwt", ("vault",))]
+
+
 def test_annotation_mode() -> None:
     spec, ann = copy.deepcopy(SPEC), {"vcluster.loft.sh/token-aaaaaaaa": "taken"}
     names = iter(["aaaaaaaa", "bbbbbbbb", "cccccccc"])

@@ -4,7 +4,8 @@ Follows vcluster's `translateProjectedVolume` (translator.go) and `SATokenSecret
 each projected `serviceAccountToken` source (the `kube-api-access-*` volume the virtual API server injects,
 or one the user declared) is replaced by a token the syncer requests from the virtual API server for the
 pod's service account, bound to the virtual pod, for the source's audience or the three
-`https://kubernetes.default...` audiences. The token then lives either
+`https://kubernetes.default...` audiences (the first with the cluster domain: `default_audiences`). The token then
+lives either
 
 - in a host pod annotation `vcluster.loft.sh/token-<random>`, read through a downward-API item at the
   source's path (the default), or
@@ -37,8 +38,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from syncer.controllers.podtranslate.environment import CLUSTER_DOMAIN
+
 Obj = dict[str, Any]
 TOKEN_ANNOTATION_PREFIX = "vcluster.loft.sh/token-"
+# vcluster's audiences of a token for a projection without its own, for the default cluster domain (default_audiences)
 DEFAULT_AUDIENCES = ("https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",
                      "https://kubernetes.default")
 VCLUSTER_LIFETIME = 10 * 365 * 24 * 60 * 60  # vcluster's token lifetime (--token-lifetime 0)
@@ -70,8 +74,16 @@ def _short_expiration(value: Any) -> int | None:
     return None
 
 
-def token_sources(spec: Obj) -> list[TokenSource]:
-    """The service-account token projections of a pod spec, in order."""
+def default_audiences(cluster_domain: str = CLUSTER_DOMAIN) -> tuple[str, ...]:
+    """The audiences of a token for a projection without its own: vcluster's (`translateProjectedVolume`,
+    translator.go: `"https://kubernetes.default.svc." + clusterDomain`, then the two short names), since its virtual
+    API server issues and accepts tokens for `https://kubernetes.default.svc.<networking.advanced.clusterDomain>`."""
+    return (f"https://kubernetes.default.svc.{cluster_domain}", *DEFAULT_AUDIENCES[1:])
+
+
+def token_sources(spec: Obj, cluster_domain: str = CLUSTER_DOMAIN) -> list[TokenSource]:
+    """The service-account token projections of a pod spec, in order; a projection without an audience gets
+    `default_audiences(cluster_domain)` (`cluster_domain`: `networking.advanced.clusterDomain`)."""
     out: list[TokenSource] = []
     for vol in spec.get("volumes") or []:
         projected = vol.get("projected") if isinstance(vol, dict) else None
@@ -80,7 +92,7 @@ def token_sources(spec: Obj) -> list[TokenSource]:
             if isinstance(tok, dict):
                 audience = tok.get("audience")
                 out.append(TokenSource(str(vol.get("name", "")), i, str(tok.get("path") or "token"),
-                                       (audience,) if audience else DEFAULT_AUDIENCES,
+                                       (audience,) if audience else default_audiences(cluster_domain),
                                        _short_expiration(tok.get("expirationSeconds"))))
     return out
 
