@@ -125,7 +125,7 @@ class Syncer:
         pod_adds, rc_adds = m.workqueue_adds.labels("pod"), m.workqueue_adds.labels("runtimeclass")
         self.pod_queue = WorkQueue("pod", on_add=lambda _: pod_adds.inc(), clock=self.clock)
         self.rc_queue = WorkQueue("runtimeclass", on_add=lambda _: rc_adds.inc(), clock=self.clock)
-        self.recorder = EventRecorder(virtual, "pod-syncer", options.instance)
+        self.recorder = EventRecorder(virtual, "pod-syncer", options.instance, clock=self.clock)
         self.recorders = [self.recorder]  # an event write their RBAC refuses shows in readiness
         self.pod_reconciler = PodReconciler(config, self.sources, host=host, virtual=virtual, factory=self.factory,
                                             recorder=self.recorder, metrics=m, policy=policy, clock=self.clock,
@@ -135,7 +135,8 @@ class Syncer:
             Controller("pod", self.pod_queue, self.pod_reconciler.reconcile, m, workers=options.pod_workers)]
         if config.enabled:
             rc_events = EventRecorder(virtual, "runtimeclass-syncer",
-                                      options.instance.replace("pod-syncer", "runtimeclass-syncer", 1))
+                                      options.instance.replace("pod-syncer", "runtimeclass-syncer", 1),
+                                      clock=self.clock)
             self.recorders.append(rc_events)
             self.rc_reconciler = RuntimeClassReconciler(config, self.factory.store(self.sources.host_rcs),
                                                         self.factory.store(self.sources.virtual_rcs), virtual,

@@ -14,6 +14,7 @@ import pytest
 from syncer.config.model import parse_config
 from syncer.config.policy import parse_policy
 from syncer.kube.client import DEFAULT_USER_AGENT, ApiError
+from syncer.kube.clock import FakeClock
 from syncer.kube.events import EventRecorder
 from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES, APIResource
 from syncer.kube.wait import wait_for
@@ -151,8 +152,8 @@ class Events:
 
 
 def recorder(events: Events) -> EventRecorder:
-    return EventRecorder(events, "pod-syncer", "pod-syncer-a",  # type: ignore[arg-type]
-                         lambda: "2026-01-01T00:00:00Z")
+    return EventRecorder(events, "pod-syncer", "pod-syncer-a", lambda: "2026-01-01T00:00:00Z",  # type: ignore[arg-type]
+                         clock=FakeClock())
 
 
 def vpod(name: str = "web") -> Obj:

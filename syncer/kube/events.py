@@ -19,7 +19,10 @@ event write never fails the work it reports on:
   reconcile retries it with its backoff, so the callers that mark an event recorded once it is written keep
   working. One event is tried at most 12 times in a row (client-go's `maxTriesPerEvent`); the 12th failure drops
   it. client-go retries such a write itself, every 10 s; here the retry is the reconcile's, which stops with it
-  (a lost lease), and client-go's REST client retries 429 and 5xx with Retry-After before its recorder sees them.
+  (a lost lease), and client-go's REST client retries 429 and 5xx with Retry-After before its recorder sees them;
+- client-go's `EventSourceObjectSpamFilter`: 25 events per source and object (`getSpamKey`: component, kind,
+  namespace, name, uid, apiVersion), then one per 300 s; a filtered event is not written but is counted, so the
+  next one written carries its count (the correlator counts before it filters). Its buckets are an LRU of 4096.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from syncer.kube.client import ApiError, KubeClient
-from syncer.kube.clock import now_rfc3339
+from syncer.kube.clock import Clock, RealClock, now_rfc3339
 from syncer.kube.controller import rbac_denial, refusal_cause
 from syncer.kube.resources import EVENTS, APIResource
 
@@ -41,6 +44,8 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 _LRU_SIZE = 4096
 MAX_TRIES = 12  # client-go tools/record/event.go maxTriesPerEvent
+SPAM_BURST = 25  # client-go tools/record/events_cache.go defaultSpamBurst
+SPAM_QPS = 1.0 / 300.0  # defaultSpamQPS: one more event every 5 minutes
 _QUIET = ("namespace terminating", "namespace not found")  # refusals logged at debug only
 
 K = TypeVar("K")
@@ -71,6 +76,37 @@ class _Seen:
     written: bool
 
 
+class SpamFilter:
+    """client-go's `EventSourceObjectSpamFilter`: a token bucket per spam key (source and object) of `burst`
+    tokens, refilled at `qps` per second on `clock` (golang.org/x/time/rate, which client-go's
+    `flowcontrol.NewTokenBucketRateLimiterWithClock` uses: it starts full). The buckets are an LRU of 4096."""
+
+    def __init__(self, clock: Clock, burst: int = SPAM_BURST, qps: float = SPAM_QPS) -> None:
+        self.clock = clock
+        self.burst = burst
+        self.qps = qps
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, at)
+
+    def _tokens(self, key: str) -> float:
+        tokens, at = self._buckets.get(key, (float(self.burst), self.clock.now()))
+        return min(float(self.burst), tokens + (self.clock.now() - at) * self.qps)
+
+    def allow(self, key: str) -> bool:
+        """Take a token for `key` (`TryAccept`): False when none is left (the event is spam: not written)."""
+        tokens = self._tokens(key)
+        if tokens < 1.0:  # refused: the bucket is left as it was (x/time/rate's reserveN), only used
+            if key in self._buckets:
+                self._buckets.move_to_end(key)
+            return False
+        _put(self._buckets, key, (tokens - 1.0, self.clock.now()))
+        return True
+
+    def refund(self, key: str) -> None:
+        """Give back the token of a write that will be tried again (client-go filters an event once, before its
+        tries; here each try comes through `record`)."""
+        _put(self._buckets, key, (min(float(self.burst), self._tokens(key) + 1.0), self.clock.now()))
+
+
 class EventRecorder:
     """Writes Events for one reporting component to one cluster.
 
@@ -79,17 +115,19 @@ class EventRecorder:
         component: `source.component` and `reportingComponent` (e.g. "pod-syncer").
         instance: `reportingInstance` (e.g. "pod-syncer-<hostname>").
         timestamps: returns the current time as an RFC 3339 string (tests may fix it).
+        clock: the spam filter's time (default the real one).
     Attributes:
         forbidden: (cluster, verb, resource) -> the API server's message, for each event write refused by the
             syncer's RBAC (readiness shows them), until a write of that verb succeeds.
     """
 
     def __init__(self, client: KubeClient, component: str, instance: str,
-                 timestamps: Callable[[], str] = now_rfc3339) -> None:
+                 timestamps: Callable[[], str] = now_rfc3339, clock: Clock | None = None) -> None:
         self.client = client
         self.component = component
         self.instance = instance
         self.timestamps = timestamps
+        self.spam = SpamFilter(clock or RealClock())
         self.forbidden: dict[tuple[str, str, str], str] = {}
         self._seen: OrderedDict[str, _Seen] = OrderedDict()  # identity -> what is known (the name derives from it)
         self._tries: OrderedDict[str, int] = OrderedDict()  # identity -> failed tries in a row (transient errors)
@@ -99,8 +137,8 @@ class EventRecorder:
                      action: str) -> Obj | None:
         """Record (or count again) an event about `obj`, an object of resource `res`.
 
-        Returns the Event as stored, or None when it was not written: refused by the API server (dropped, not
-        retried), or failed for the 12th time in a row.
+        Returns the Event as stored, or None when it was not written: more than the spam filter allows for the
+        object, refused by the API server (dropped, not retried), or failed for the 12th time in a row.
 
         Raises:
             ApiError: the write got no answer, was throttled or met server trouble (retry it: the caller's
@@ -109,6 +147,8 @@ class EventRecorder:
         meta = obj["metadata"]
         identity = "\x00".join((meta.get("namespace", ""), res.kind, meta["name"], meta.get("uid", ""), type_,
                                 reason, message, self.component))
+        spam_key = "\x00".join((self.component, "", res.kind, meta.get("namespace", ""), meta["name"],
+                                meta.get("uid", ""), res.api_version))  # client-go getSpamKey (no source host)
         namespace = meta.get("namespace") or "default"
         name = event_name(meta["name"], identity)
         now = self.timestamps()
@@ -118,6 +158,11 @@ class EventRecorder:
         after = _Seen(seen.count + 1, seen.first, seen.written) if seen is not None else _Seen(1, now, False)
         what = f"{reason} on {res.kind} " + (f"{meta['namespace']}/{meta['name']}" if meta.get("namespace")
                                              else meta["name"])
+        if not self.spam.allow(spam_key):  # counted, as client-go's correlator counts before it filters
+            _put(self._seen, identity, after)
+            log.debug("event %s not written: more than %d events about the object, one more each 300 s (the "
+                      "spam filter of client-go)", what, SPAM_BURST)
+            return None
         event = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": name, "namespace": namespace},
@@ -136,6 +181,7 @@ class EventRecorder:
                 tries = self._tries.pop(identity, 0) + 1
                 if tries < MAX_TRIES:
                     _put(self._tries, identity, tries)
+                    self.spam.refund(spam_key)
                     raise
                 log.warning("event %s not recorded: its write failed %d times in a row and is not tried again "
                             "(client-go's limit): %s", what, tries, e)
