@@ -15,6 +15,13 @@ Obj = dict[str, Any]
 SEARCHES = ["ns.svc.cluster.local", "svc.cluster.local", "cluster.local"]
 NDOTS = [{"name": "ndots", "value": "5"}]
 
+
+def long_search(first: str) -> str:
+    """A search of 250 characters, a DNS subdomain of four labels."""
+    return first * 63 + "." + "b" * 63 + "." + "c" * 63 + "." + "d" * 58
+
+
+
 DNS_CASES: list[tuple[str, Obj, Obj]] = [
     ("ClusterFirst (the default)", {}, {"dnsPolicy": "None", "dnsConfig": {
         "nameservers": ["10.0.0.10"], "searches": SEARCHES, "options": NDOTS}}),
@@ -29,6 +36,29 @@ DNS_CASES: list[tuple[str, Obj, Obj]] = [
      {"dnsConfig": {"nameservers": ["10.0.0.10", "9.9.9.9"], "searches": ["cluster.local", "corp"]}},
      {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["10.0.0.10", "9.9.9.9"], "searches": [*SEARCHES, "corp"],
                                          "options": NDOTS}}),
+    # the kubelet's mergeDNSOptions (pkg/kubelet/network/dns/dns.go): the pod's options are kept, and override the
+    # cluster's ndots:5 by name
+    ("the pod's own options are kept and win by name",
+     {"dnsConfig": {"options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]}},
+     {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["10.0.0.10"], "searches": SEARCHES,
+                                         "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]}}),
+    # formDNSNameserversFitsLimits: the first 3 (validatePodDNSConfig: "must not have more than 3 nameservers"),
+    # the cluster's first
+    ("3 nameservers of the pod's own: the cluster's and its first 2",
+     {"dnsConfig": {"nameservers": ["1.1.1.1", "8.8.8.8", "9.9.9.9"]}},
+     {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["10.0.0.10", "1.1.1.1", "8.8.8.8"], "searches": SEARCHES,
+                                         "options": NDOTS}}),
+    # formDNSSearchFitsLimits: the first 32 searches (MaxDNSSearchPathsExpanded)
+    ("32 searches of the pod's own: the cluster's 3 and its first 29",
+     {"dnsConfig": {"searches": [f"s{i}.example" for i in range(32)]}},
+     {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["10.0.0.10"], "options": NDOTS,
+                                         "searches": [*SEARCHES, *(f"s{i}.example" for i in range(29))]}}),
+    # and the last ones dropped until the line fits 2048 characters (MaxDNSSearchListCharsExpanded): the cluster's
+    # take 52 (with their spaces), each 250-character search 251 more: 52 + 7 * 251 = 1809, an eighth makes 2060
+    ("searches over 2048 characters: the last dropped",
+     {"dnsConfig": {"searches": [long_search(c) for c in "abcdefghij"]}},
+     {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["10.0.0.10"], "options": NDOTS,
+                                         "searches": [*SEARCHES, *(long_search(c) for c in "abcdefg")]}}),
 ]
 
 

@@ -321,6 +321,26 @@ async def test_default_token_audiences_name_the_configured_cluster_domain(cluste
                                     "https://kubernetes.default"]
 
 
+async def test_a_pod_with_a_full_dns_config_of_its_own_reaches_the_host(clusters: Clusters) -> None:
+    # as many nameservers and searches as a real API server takes (validatePodDNSConfig: 3, 32), and options: the
+    # host pod gets the kubelet's merge for ClusterFirst (pkg/kubelet/network/dns/dns.go, appendDNSConfig and
+    # formDNSConfigFitsLimits), the cluster's first, cut to what the host accepts for dnsPolicy None
+    dns = await clusters.host.get(SERVICES, f"kube-dns-x-kube-system-x-{VCLUSTER}", HOST_NS)
+    p = pod("resolver")
+    p["spec"]["dnsConfig"] = {"nameservers": ["1.1.1.1", "8.8.8.8", "9.9.9.9"],
+                              "searches": [f"s{i}.example" for i in range(32)],
+                              "options": [{"name": "ndots", "value": "2"}, {"name": "single-request-reopen"}]}
+    from tests.test_label_keys import synced_or_refused
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, p, "default")
+        hp = await synced_or_refused(clusters, "resolver")  # not refused by the host
+    assert hp["spec"]["dnsConfig"] == {
+        "nameservers": [dns["spec"]["clusterIP"], "1.1.1.1", "8.8.8.8"],
+        "searches": ["default.svc.cluster.local", "svc.cluster.local", "cluster.local",
+                     *(f"s{i}.example" for i in range(29))],
+        "options": [{"name": "ndots", "value": "2"}, {"name": "single-request-reopen"}]}
+
+
 async def service(c: Clusters, name: str, ns: str, ports: list[Obj], cluster: str = "host") -> Obj:
     client = c.host if cluster == "host" else c.virtual
     return await client.create(SERVICES, {"metadata": {"name": name}, "spec": {"ports": ports}}, ns)
@@ -350,7 +370,8 @@ async def test_dns_api_address_service_links_identity_and_service_account(cluste
     ip, dns_ip, db_ip = kube["spec"]["clusterIP"], dns["spec"]["clusterIP"], db["spec"]["clusterIP"]
     assert spec["serviceAccountName"] == f"vc-workload-{VCLUSTER}" and spec["automountServiceAccountToken"] is False
     assert spec["dnsPolicy"] == "None"
-    assert spec["dnsConfig"] == {"nameservers": [dns_ip], "options": [{"name": "ndots", "value": "5"}],
+    assert spec["dnsConfig"] == {"nameservers": [dns_ip], "options": [{"name": "ndots", "value": "5"},
+                                                                      {"name": "edns0"}],
                                  "searches": ["default.svc.cluster.local", "svc.cluster.local", "cluster.local",
                                               "corp.example"]}
     assert spec["enableServiceLinks"] is False

@@ -8,7 +8,15 @@ of `Translate`.
 
 - `dnsPolicy: ClusterFirst` (not on the host network) and `ClusterFirstWithHostNet` become `None` with the
   virtual cluster's DNS Service as nameserver, the searches `<ns>.svc.<domain> svc.<domain> <domain>` and
-  `ndots:5`, merged with the pod's own `dnsConfig` (duplicates dropped); `Default` and `None` are left.
+  `ndots:5`, merged with the pod's own `dnsConfig` as the kubelet merges a ClusterFirst pod's (kubernetes
+  pkg/kubelet/network/dns/dns.go: `GetPodDNS` -> `appendDNSConfig`, then `formDNSConfigFitsLimits`): the pod's
+  nameservers and searches after the cluster's, duplicates dropped, its options overriding the cluster's of the same
+  name (`mergeDNSOptions`); then cut to what the kubelet applies and the host API server accepts for a `None` pod
+  (`validatePodDNSConfig`): the first 3 nameservers, the first 32 searches without those over 253 characters, and
+  the last searches dropped until the line fits 2048 characters. The cluster's come first, so they are always kept;
+  where the kubelet would also record a `DNSConfigForming` event, the cut is silent here. vcluster keeps only
+  `ndots:5` and does not cut, so its host refuses a pod with 3 nameservers of its own. `Default` and `None` are
+  left.
 - `KUBERNETES_SERVICE_HOST`/`_PORT` (and the rest of the `KUBERNETES_*` family) point at `kube_ip`, the
   ClusterIP of the vcluster's Service in the host namespace, so in-cluster clients reach the virtual API
   server; the pod's namespace's Services with a ClusterIP become `<NAME>_SERVICE_HOST` ... variables
@@ -23,6 +31,13 @@ from typing import Any
 
 Obj = dict[str, Any]
 CLUSTER_DOMAIN = "cluster.local"
+# what the kubelet applies of a pod's DNS configuration and the API server accepts for a `None` pod (kubernetes
+# pkg/apis/core/validation: MaxDNSNameservers, MaxDNSSearchPathsExpanded, MaxDNSSearchListCharsExpanded; the
+# kubelet's formDNSSearchFitsLimits drops a search longer than DNS1123SubdomainMaxLength)
+MAX_NAMESERVERS = 3
+MAX_SEARCH_PATHS = 32
+MAX_SEARCH_LINE_CHARS = 2048
+MAX_SEARCH_PATH_CHARS = 253
 
 
 def translate_dns(spec: Obj, namespace: str, dns_ip: str, cluster_domain: str = CLUSTER_DOMAIN) -> None:
@@ -34,15 +49,28 @@ def translate_dns(spec: Obj, namespace: str, dns_ip: str, cluster_domain: str = 
         return
     own = spec.get("dnsConfig") or {}
     searches = [f"{namespace}.svc.{cluster_domain}", f"svc.{cluster_domain}", cluster_domain]
-    config: Obj = {"nameservers": _unique([dns_ip, *(own.get("nameservers") or [])]),
-                   "searches": _unique([*searches, *(own.get("searches") or [])]),
-                   "options": [{"name": "ndots", "value": "5"}]}
+    options: dict[Any, Any] = {"ndots": {"name": "ndots", "value": "5"}}  # the kubelet's defaultDNSOptions
+    for opt in own.get("options") or []:
+        if isinstance(opt, dict):
+            options[opt.get("name")] = opt  # mergeDNSOptions: the pod's value wins, by name
+    config: Obj = {"nameservers": _unique([dns_ip, *(own.get("nameservers") or [])])[:MAX_NAMESERVERS],
+                   "searches": _fit_searches(_unique([*searches, *(own.get("searches") or [])])),
+                   "options": list(options.values())}
     spec["dnsPolicy"] = "None"
     spec["dnsConfig"] = config
 
 
 def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+def _fit_searches(searches: list[str]) -> list[str]:
+    """`formDNSSearchFitsLimits`: the first MAX_SEARCH_PATHS searches, without any over MAX_SEARCH_PATH_CHARS, then
+    the last ones dropped until the search line (joined by spaces) is at most MAX_SEARCH_LINE_CHARS."""
+    out = [s for s in searches[:MAX_SEARCH_PATHS] if len(s) <= MAX_SEARCH_PATH_CHARS]
+    while len(" ".join(out)) > MAX_SEARCH_LINE_CHARS:
+        out.pop()
+    return out
 
 
 def _env_name(name: str) -> str:
