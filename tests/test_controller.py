@@ -100,3 +100,50 @@ async def test_a_routine_failure_is_info_until_it_persists(caplog: pytest.LogCap
     levels = [r.levelno for r in caplog.records]
     assert levels == [logging.INFO] * 4 + [logging.WARNING], [r.getMessage() for r in caplog.records]
     assert caplog.records[-1].getMessage().endswith("(retry 5)")
+
+
+async def in_flight(controller: Controller, queue: WorkQueue, stop: asyncio.Event
+                    ) -> tuple[asyncio.Task[None], list[str], asyncio.Event]:
+    """Run `controller` with key k in a reconcile that waits for the returned event; returns its task and what the
+    reconcile saw ("finished", or "cancelled")."""
+    release, seen, started = asyncio.Event(), [], asyncio.Event()
+
+    async def reconcile(key: str) -> float | None:
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        seen.append("finished")
+        return None
+
+    controller.reconcile = reconcile
+    task = asyncio.create_task(controller.run(stop))
+    queue.add("k")
+    await started.wait()
+    return task, seen, release
+
+
+async def test_a_cancelled_controller_cancels_in_flight_reconciles_at_once() -> None:
+    # a lost lease: the manager sets `stop` and cancels the controller in the same turn; controller-runtime's
+    # manager then waits for nothing (gracefulShutdownTimeout 0 on lost leadership, pkg/manager/internal.go)
+    queue = WorkQueue("t", clock=FakeClock())
+    stop = asyncio.Event()
+    task, seen, _ = await in_flight(Controller("t", queue, lambda k: asyncio.sleep(0), Metrics(), workers=2), queue,
+                                    stop)
+    stop.set()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 1.0)  # not the clean stop's 5 s
+    assert seen == ["cancelled"] and queue.processing == 0
+
+
+async def test_a_clean_stop_lets_an_in_flight_reconcile_finish() -> None:
+    queue = WorkQueue("t", clock=FakeClock())
+    stop = asyncio.Event()
+    task, seen, release = await in_flight(Controller("t", queue, lambda k: asyncio.sleep(0), Metrics()), queue, stop)
+    stop.set()  # SIGTERM; the controller wakes first
+    release.set()
+    await asyncio.wait_for(task, 5.0)
+    assert seen == ["finished"] and queue.processing == 0

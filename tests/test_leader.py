@@ -97,3 +97,33 @@ async def test_a_lost_lease_stops_writing_at_once(clusters: Clusters) -> None:
             await task
         await host.close()
         await virtual.close()
+
+
+async def test_a_lost_lease_cancels_an_in_flight_reconcile_at_once(clusters: Clusters) -> None:
+    # controller-runtime skips the graceful shutdown when leadership is lost (gracefulShutdownTimeout set to 0 in
+    # OnStoppedLeading, pkg/manager/internal.go): a reconcile in flight is cancelled, not given the clean stop's 5 s
+    config = parse_config({"sync": {"fromHost": {"runtimeClasses": {"enabled": True}}}})
+    host = await KubeClient.from_kubeconfig(str(clusters.host_kubeconfig), "host", user_agent="syncer (one)")
+    virtual = await KubeClient.from_kubeconfig(str(clusters.virtual_kubeconfig), "virtual", user_agent="syncer (one)")
+    elector = LeaderElector(host, HOST_NS, "lease", "one", lease_duration=3, renew_deadline=2.5, retry_period=1)
+    syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS))
+    stop = asyncio.Event()
+    task = asyncio.create_task(syncer.run(stop, elector))
+    held = clusters.virtual_server.faults.hold(verb="create", resource="runtimeclasses", agent="(one)")
+    try:
+        await asyncio.wait_for(syncer.ready_event.wait(), 10)
+        await clusters.host.create(RUNTIMECLASSES, rc("a"))
+        await asyncio.wait_for(held.wait_hits(1), 10)  # the reconcile of a waits for its create's answer
+        clusters.host_server.faults.fail(500, resource="leases", times=10_000)  # renewals fail from now on
+        await asyncio.wait_for(elector.lost.wait(), 10)
+        finished, _ = await asyncio.wait({task}, timeout=2.0)  # not wait_for: it would cancel the run
+        assert finished == {task}, "the held create was not abandoned at once (the clean stop's 5 s)"
+        assert syncer.lost_leadership and syncer.rc_queue.processing == 0
+    finally:
+        held.release()
+        clusters.host_server.faults.clear()
+        stop.set()
+        if not task.done():
+            await task
+        await host.close()
+        await virtual.close()

@@ -12,7 +12,6 @@ refusal.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -88,18 +87,25 @@ class Controller:
             self.first_pass_done.set()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Work until `stop` is set, then shut the queue down and let in-flight reconciles finish."""
+        """Work until `stop` is set, then shut the queue down and give in-flight reconciles up to 5 s to finish (a
+        clean stop). Cancelled (a lost lease), it cancels in-flight reconciles at once: controller-runtime's
+        manager sets gracefulShutdownTimeout to 0 when leadership is lost (pkg/manager/internal.go)."""
         tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
+        grace = 5.0
         try:
             await stop.wait()
+        except asyncio.CancelledError:
+            grace = 0.0  # in-flight reconciles are abandoned: they must not write any more
+            raise
         finally:
             self.queue.shutdown()
-            _, pending = await asyncio.wait(tasks, timeout=5.0)
-            for t in pending:
-                t.cancel()
-            for t in pending:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
+            try:
+                if grace:
+                    await asyncio.wait(tasks, timeout=grace)
+            finally:  # cancelled during the graceful wait too
+                for t in tasks:
+                    t.cancel()
+                await asyncio.wait(tasks)
 
     async def _worker(self) -> None:
         while True:
