@@ -341,6 +341,40 @@ async def test_a_pod_with_a_full_dns_config_of_its_own_reaches_the_host(clusters
         "options": [{"name": "ndots", "value": "2"}, {"name": "single-request-reopen"}]}
 
 
+@pytest.mark.xfail(strict=True, reason="imagePullSecrets are required references until pods.py waits for an optional "
+                   "reference whose virtual object exists (else a tenant's regcred is never force-synced)")
+async def test_a_missing_image_pull_secret_does_not_hold_the_pod_back(clusters: Clusters) -> None:
+    # the kubelet starts a pod whose pull Secret is missing and tries the pull without it (pkg/kubelet/kubelet_pods.go
+    # getPullSecretsForPod); vcluster syncs such a pod at once. The host name is still the translated one.
+    from tests.test_label_keys import synced_or_refused
+    p = pod("public-image")
+    p["spec"]["imagePullSecrets"] = [{"name": "regcred-gone"}]
+    async with running_syncer(clusters, rc_config(), clock=FakeClock()):  # never advanced: no 10 s warning either
+        await clusters.virtual.create(PODS, p, "default")
+        hp = await synced_or_refused(clusters, "public-image")
+    assert hp["spec"]["imagePullSecrets"] == [{"name": h("regcred-gone")}]
+
+
+async def test_an_image_pull_secret_name_holding_another_namespaces_copy_holds_the_pod_back(clusters: Clusters) -> None:
+    # optional, but not blind: b-x-c's pull Secret `a` and c's `a-x-b` share a host name; the pod must not pull with
+    # c's credentials (docs/security.md attack 4, as for every optional reference)
+    from tests.test_hostile_references import COLLIDING, host_object, namespaces, no_host_pod, warnings_in
+    await namespaces(clusters, "b-x-c", "c")
+    await clusters.virtual.create(SECRETS, {"metadata": {"name": "a-x-b", "annotations": {FORCE_SYNC: "true"}},
+                                            "type": "kubernetes.io/dockerconfigjson",
+                                            "stringData": {".dockerconfigjson": "{}"}}, "c")
+    thief = pod("thief", namespace="b-x-c")
+    thief["spec"]["imagePullSecrets"] = [{"name": "a"}]
+    async with running_syncer(clusters, rc_config(), clock=FakeClock()) as syncer:
+        await host_object(clusters, SECRETS, COLLIDING, "the stand-in synced c/a-x-b")
+        await clusters.virtual.create(PODS, thief, "b-x-c")
+        (event,) = await warnings_in(clusters, "b-x-c", "thief", "the conflict's SyncWarning")
+        assert (event["reason"], event["message"]) == ("SyncWarning", (
+            f'did not sync pod "thief" to host yet: the host secret "{COLLIDING}" is the copy of secret "c/a-x-b", '
+            'not of "b-x-c/a"'))
+        await no_host_pod(clusters, syncer, f"thief-x-b-x-c-x-{VCLUSTER}")
+
+
 async def service(c: Clusters, name: str, ns: str, ports: list[Obj], cluster: str = "host") -> Obj:
     client = c.host if cluster == "host" else c.virtual
     return await client.create(SERVICES, {"metadata": {"name": name}, "spec": {"ports": ports}}, ns)
