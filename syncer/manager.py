@@ -218,8 +218,8 @@ class Syncer:
 
     @property
     def healthy(self) -> bool:
-        """True while every loop is running."""
-        return bool(self._tasks) and not any(t.done() for t in self._tasks)
+        """True while every loop is running, the controllers' workers too."""
+        return bool(self._tasks) and not any(t.done() for t in self._tasks) and all(c.healthy for c in self.controllers)
 
     async def run(self, stop: asyncio.Event, elector: LeaderElector | None = None) -> None:
         """Run until `stop` is set. With an `elector`, controllers (all writes) run only while this

@@ -147,3 +147,54 @@ async def test_a_clean_stop_lets_an_in_flight_reconcile_finish() -> None:
     release.set()
     await asyncio.wait_for(task, 5.0)
     assert seen == ["finished"] and queue.processing == 0
+
+
+class Fatal(BaseException):
+    """Not an Exception: what no reconcile failure handler catches."""
+
+
+async def test_a_cancelled_error_raised_by_a_reconcile_is_its_failure_not_the_workers_end() -> None:
+    clock = FakeClock()
+    queue = WorkQueue("t", RateLimiter(base=1.0, cap=100.0, qps=1000, burst=1000, clock=clock), clock=clock)
+    calls: list[str] = []
+
+    async def reconcile(key: str) -> float | None:
+        calls.append(key)
+        if len(calls) == 1:
+            raise asyncio.CancelledError()  # e.g. a library's own timeout leaking out; the worker was not cancelled
+        return None
+
+    controller = Controller("t", queue, reconcile, Metrics(), workers=1)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        queue.add("k")
+        await eventually(lambda: queue.pending() == {"k": 1.0}, "k retried with backoff")
+        assert controller.healthy and queue.processing == 0
+        clock.advance(1.0)
+        await eventually(lambda: calls == ["k", "k"] and queue.idle, "k reconciled by the same worker")
+        assert controller.healthy
+    finally:
+        stop.set()
+        await task
+
+
+async def test_a_worker_that_ends_is_noticed_and_leaves_no_key_processing(caplog: pytest.LogCaptureFixture) -> None:
+    queue = WorkQueue("t", clock=FakeClock())
+
+    async def reconcile(key: str) -> float | None:
+        raise Fatal()
+
+    controller = Controller("t", queue, reconcile, Metrics(), workers=2)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        assert controller.healthy
+        queue.add("k")
+        await eventually(lambda: not controller.healthy, "the worker's end noticed")
+        assert queue.processing == 0
+        (logged,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert logged.startswith("t-worker-") and logged.endswith(" ended with an error")
+    finally:
+        stop.set()
+        await task

@@ -13,12 +13,12 @@ import pytest
 from syncer.config.model import parse_config
 from syncer.kube.client import DEFAULT_USER_AGENT, ApiError, KubeClient
 from syncer.kube.controller import Controller
-from syncer.kube.resources import RUNTIMECLASSES
+from syncer.kube.resources import PODS, RUNTIMECLASSES
 from syncer.kube.workqueue import WorkQueue
 from syncer.manager import Options, Syncer
 from syncer.metrics import Metrics
 from syncer.server import ProbeServer
-from tests.conftest import HOST_NS, VCLUSTER, Clusters, rc, rc_config, running_syncer, virtual_rc_names
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc, rc_config, running_syncer, virtual_rc_names
 
 
 @contextlib.asynccontextmanager
@@ -99,3 +99,27 @@ async def test_retry_after_is_honoured() -> None:
     delay = queue.pending_delay("k")
     queue.shutdown()
     assert delay is not None and delay > 4.9  # the rate limiter alone would retry after 50 ms
+
+
+class Fatal(BaseException):
+    """Not an Exception: nothing in a reconcile's failure handling catches it."""
+
+
+async def test_a_pod_worker_that_ends_turns_healthz_red(clusters: Clusters) -> None:
+    async with probed_syncer(clusters) as (syncer, url):
+        await asyncio.wait_for(syncer.ready_event.wait(), 10)
+        healthz = url.replace("/readyz", "/healthz")
+        assert (await readyz(healthz))[0] == 200
+        (pods,) = [c for c in syncer.controllers if c.name == "pod"]
+        reconcile = pods.reconcile
+
+        async def dies_on_web(key: str) -> float | None:
+            if key == "default/web":
+                raise Fatal()
+            return await reconcile(key)
+
+        pods.reconcile = dies_on_web
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await eventually(lambda: not syncer.healthy, "a pod worker's end noticed")
+        assert (await readyz(healthz))[0] == 503  # the kubelet's liveness probe restarts the syncer
+        assert pods.queue.processing == 0

@@ -6,7 +6,8 @@ ask for a retry with per-key exponential backoff (at least the server's Retry-Af
 failing key never stops the other keys. A 403 (missing RBAC) is logged once per verb, resource and
 cluster, at error level, naming the group, instead of on every retry; a 403 that names another cause (a
 ResourceQuota, a terminating namespace, a webhook's denial) is not the syncer's RBAC and is retried as any
-refusal.
+refusal. A worker outlives what a reconcile raises (a CancelledError the reconcile raises itself, not a cancel of
+the worker, is that reconcile's failure); one that ends all the same is logged and makes `healthy` false.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ Reconcile = Callable[[str], Awaitable[float | None]]
 # (`admission webhook "<name>" denied the request`, a webhook may answer 403).
 _REFUSALS = (("exceeded quota", "exceeded quota"), ("because it is being terminated", "namespace terminating"),
              ("denied the request", "admission webhook denial"))
+
+
+def _cancelling() -> bool:
+    """Whether the running task has been asked to stop (`Task.cancel`), rather than only met a CancelledError."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def refusal_cause(e: ApiError) -> str | None:
@@ -70,6 +77,7 @@ class Controller:
         self.workers = workers
         self.first_pass: set[str] = set()
         self.first_pass_done = asyncio.Event()
+        self._running: list[asyncio.Task[None]] = []  # the workers of `run`
         self.forbidden: dict[tuple[str, str, str], str] = {}  # (cluster, verb, resource) -> message
         self._forbidden_keys: dict[tuple[str, str, str], set[str]] = {}  # cleared as those keys succeed
         metrics.workqueue_depth.labels(name=queue.name).set_function(lambda: len(queue))
@@ -91,6 +99,9 @@ class Controller:
         clean stop). Cancelled (a lost lease), it cancels in-flight reconciles at once: controller-runtime's
         manager sets gracefulShutdownTimeout to 0 when leadership is lost (pkg/manager/internal.go)."""
         tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
+        self._running = tasks
+        for t in tasks:
+            t.add_done_callback(self._ended)
         grace = 5.0
         try:
             await stop.wait()
@@ -107,6 +118,16 @@ class Controller:
                     t.cancel()
                 await asyncio.wait(tasks)
 
+    @property
+    def healthy(self) -> bool:
+        """False once a worker of `run` has ended (while running, its keys would wait for ever)."""
+        return not any(t.done() for t in self._running)
+
+    @staticmethod
+    def _ended(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s ended with an error", task.get_name(), exc_info=task.exception())
+
     async def _worker(self) -> None:
         while True:
             try:
@@ -116,11 +137,16 @@ class Controller:
             start = time.perf_counter()
             try:
                 requeue_after = await self.reconcile(key)
-            except asyncio.CancelledError:
-                self.queue.done(key)
-                raise
+            except asyncio.CancelledError as e:
+                if _cancelling():  # this worker is being cancelled: a lost lease or the stop's deadline
+                    self.queue.done(key)
+                    raise
+                self._failed(key, e)  # raised by the reconcile itself: its failure, retried
             except Exception as e:
                 self._failed(key, e)
+            except BaseException:
+                self.queue.done(key)  # not left in the processing set
+                raise
             else:
                 self.queue.forget(key)
                 self._clear_forbidden(key)
@@ -145,7 +171,7 @@ class Controller:
                 self.forbidden.pop(cause, None)
                 log.info("%s: %s %s on the %s cluster is allowed again", self.name, cause[1], cause[2], cause[0])
 
-    def _failed(self, key: str, e: Exception) -> None:
+    def _failed(self, key: str, e: BaseException) -> None:
         self._results["error"].inc()
         self._errors.inc()
         self._retries.inc()
