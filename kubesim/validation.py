@@ -10,8 +10,9 @@ Each rule names the Kubernetes function it follows. Sources:
   `validateRestartPolicy`, `validateDNSPolicy`, `validatePodDNSConfig`, `ValidateTolerations`,
   `activeDeadlineSeconds`, `hostname`/`subdomain` as `ValidateDNS1123Label`,
   `validateImagePullSecrets`, the label keys of `validatePodAffinityTerm` and `validateTopologySpreadConstraints`:
-  `validateMatchLabelKeysAndMismatchLabelKeys`, `validateMatchLabelKeysInTopologySpread` before 1.34), and `ValidatePodUpdate` (only images, a lowered
-  `activeDeadlineSeconds`, added tolerations and `terminationGracePeriodSeconds` may change);
+  `validateMatchLabelKeysAndMismatchLabelKeys`, `validateMatchLabelKeysInTopologySpread` before 1.34), and
+  `ValidatePodUpdate` (only images, a lowered `activeDeadlineSeconds`, added tolerations and
+  `terminationGracePeriodSeconds` may change);
 - `pkg/apis/node/validation/validation.go`: `ValidateRuntimeClass` (handler, a DNS-1123 label, immutable).
 
 Messages are the real ones (see `fielderrors.py`); a refused request is a 422 whose message lists the
