@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import math
 import os
 import signal
 import socket
@@ -67,23 +68,23 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument("--log-level", choices=LOG_LEVELS, default="info",
                      help="info: one line per decision; warning and error: only what an operator must act on")
-    run.add_argument("--pod-workers", type=int, default=4, help="concurrent pod reconciles (default 4)")
+    run.add_argument("--pod-workers", type=_positive_int, default=4, help="concurrent pod reconciles (default 4)")
     run.add_argument("--token-lifetime", type=_token_lifetime, default=3600,
                      help="seconds the service-account tokens of host pods live, unless a projection asks for less "
                           "than an hour; renewed after 80%% (default 3600, at least 600; 0 keeps vcluster's ten-year "
                           "tokens, never renewed)")
-    run.add_argument("--request-timeout", type=float, default=30.0,
+    run.add_argument("--request-timeout", type=_positive_seconds, default=30.0,
                      help="seconds before a hung API request is abandoned and retried (default 30)")
     run.add_argument("--leader-elect", action="store_true",
                      help="campaign for a Lease in the host cluster and write only while leading (several replicas)")
     run.add_argument("--leader-election-id", help="Lease name (default: runtimeclass-syncer-<vcluster name>)")
     run.add_argument("--leader-election-namespace", help="Lease namespace (default: --host-namespace)")
-    run.add_argument("--lease-duration", type=int, default=15, help="whole seconds (default 15)")
-    run.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
-    run.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
-    run.add_argument("--patch-timeout", type=float, default=1.0,
+    run.add_argument("--lease-duration", type=_positive_int, default=15, help="whole seconds (default 15)")
+    run.add_argument("--renew-deadline", type=_positive_seconds, default=10.0, help="seconds (default 10)")
+    run.add_argument("--retry-period", type=_positive_seconds, default=2.0, help="seconds (default 2)")
+    run.add_argument("--patch-timeout", type=_positive_seconds, default=1.0,
                      help="seconds one patch expression may run before it is stopped (default 1)")
-    run.add_argument("--patch-memory-limit", type=int, default=64,
+    run.add_argument("--patch-memory-limit", type=_positive_int, default=64,
                      help="MiB the JavaScript heap of the patches may use (default 64)")
     run.add_argument("--policy", help="runtime policy file: default class, strict mode, allowed handlers, per "
                                       "namespace (config/policy.schema.json)")
@@ -166,6 +167,28 @@ def _token_lifetime(text: str) -> int:
     if value != 0 and value < 600:
         raise argparse.ArgumentTypeError(f"{value} s is shorter than the 600 s the API server allows for a token "
                                          "(0 keeps vcluster's ten-year tokens)")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    """A count or whole seconds: an integer of at least 1 (`--pod-workers 0` would sync no pod at all)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    """Seconds: a finite number greater than 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds greater than 0, not {text!r}")
     return value
 
 

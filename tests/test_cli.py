@@ -247,3 +247,37 @@ async def test_the_demo_runs_from_a_plain_install_outside_the_checkout(tmp_path:
     assert proc.returncode == 0, stderr.decode()
     assert all(path.startswith(str(target)) for path in text.splitlines()[0].split())  # the installed copy ran
     assert "SYNCED   gvisor" in text and "REFUSED  default/microvm-kata-qemu" in text
+
+
+# Each numeric flag of `run` out of its range: exit 2, an invalid command line (the module docstring of syncer/cli.py,
+# argparse's usage error), naming the flag, before any cluster is asked. --pod-workers 0 used to start a syncer that
+# never synced a pod.
+async def test_numeric_flags_out_of_range_are_command_line_errors() -> None:
+    cases = [("--pod-workers", "0", "must be at least 1, not 0"), ("--pod-workers", "-2", "must be at least 1, not -2"),
+             ("--pod-workers", "two", "not a whole number: 'two'"),
+             ("--lease-duration", "0", "must be at least 1, not 0"),
+             ("--patch-memory-limit", "-64", "must be at least 1, not -64"),
+             ("--request-timeout", "0", "must be a number of seconds greater than 0, not '0'"),
+             ("--request-timeout", "nan", "must be a number of seconds greater than 0, not 'nan'"),
+             ("--renew-deadline", "-1", "must be a number of seconds greater than 0, not '-1'"),
+             ("--retry-period", "inf", "must be a number of seconds greater than 0, not 'inf'"),
+             ("--patch-timeout", "0", "must be a number of seconds greater than 0, not '0'")]
+
+    async def attempt(flag: str, value: str) -> tuple[int | None, str, str]:
+        # a run that accepts its flags waits for the kubeconfig "x" for ever: stopped after 30 s, code None
+        proc = await asyncio.create_subprocess_exec(
+            *CLI, "run", "--config", "examples/vcluster-matchlabels.yaml", "--virtual-kubeconfig", "x",
+            "--host-kubeconfig", "x", "--vcluster-name", "t", "--host-namespace", HOST_NS, flag, value, cwd=REPO,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), 30)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return None, "", "accepted: the syncer started"
+        return proc.returncode, out.decode(), err.decode()
+
+    results = await asyncio.gather(*(attempt(flag, value) for flag, value, _ in cases))
+    for (flag, value, why), (code, out, err) in zip(cases, results, strict=True):
+        assert (code, out) == (2, ""), (flag, value, err)
+        assert f"runtimeclass-syncer run: error: argument {flag}: {why}\n" in err, err
