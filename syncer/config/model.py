@@ -728,18 +728,107 @@ def _document_order(document: Any) -> Callable[[str], tuple[int, ...]]:
     return key
 
 
+# gopkg.in/yaml.v3 decode.go (yaml.v2 decode.go alike since v2.2.8, the decoder under sigs.k8s.io/yaml that vcluster
+# reads its configuration with): a document whose aliases expand it too much is refused, "document contains excessive
+# aliasing". Of the nodes decoded (each one reached, every time an alias leads to it again), at most this share may
+# come from alias expansion: 99% up to 400,000 decoded nodes, falling to 10% at 4,000,000.
+ALIAS_RATIO_RANGE_LOW = 400_000
+ALIAS_RATIO_RANGE_HIGH = 4_000_000
+
+
+def allowed_alias_ratio(decode_count: int) -> float:
+    """yaml.v3's `allowedAliasRatio`."""
+    if decode_count <= ALIAS_RATIO_RANGE_LOW:
+        return 0.99
+    if decode_count >= ALIAS_RATIO_RANGE_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * ((decode_count - ALIAS_RATIO_RANGE_LOW) / (ALIAS_RATIO_RANGE_HIGH - ALIAS_RATIO_RANGE_LOW))
+
+
+def alias_problem(root: yaml.Node) -> str | None:
+    """Why yaml.v3 would refuse the composed document `root` for its aliases, or None.
+
+    The nodes are counted in document order as yaml.v3's decoder reaches them (`decodeCount`), those reached
+    through an alias (`aliasCount`: the anchored node again, with everything under it) too, and the walk stops at
+    yaml.v3's limit, `aliasCount > 100 && decodeCount > 1000 && aliasCount/decodeCount > allowedAliasRatio`, so a
+    few lines that expand to billions of nodes cost about a thousand steps. An anchor whose value holds an alias of
+    itself is refused as yaml.v3 refuses it ("anchor ... value contains itself").
+    """
+    decoded = aliased = 0
+    met: set[int] = set()  # the nodes met where they are written (an anchor's definition)
+    open_: set[int] = set()  # the nodes being walked (an alias of one of them is a cycle)
+    stack: list[tuple[yaml.Node, int] | int] = [(root, 0)]  # (node, alias depth), or the end of a node's walk
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int):
+            open_.discard(item)
+            continue
+        node, depth = item
+        if id(node) in open_:
+            mark = node.start_mark
+            return f"anchor at line {mark.line + 1}, column {mark.column + 1}: value contains itself"
+        if id(node) in met:
+            depth += 1  # an alias: the anchored node decoded again
+        met.add(id(node))
+        decoded += 1
+        if depth:
+            aliased += 1
+        if aliased > 100 and decoded > 1000 and aliased / decoded > allowed_alias_ratio(decoded):
+            return "document contains excessive aliasing"
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            continue
+        open_.add(id(node))
+        stack.append(id(node))
+        stack.extend((child, depth) for child in reversed(children))
+    return None
+
+
+def _not_utf8(data: bytes, e: UnicodeDecodeError) -> str:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "not UTF-8 but UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8"
+    return f"not UTF-8 ({e.reason} at byte {e.start}); save it as UTF-8"
+
+
+def read_yaml(path: str | Path, what: str = "config") -> Any:
+    """The YAML document of the file `path` (None for an empty file): UTF-8 text (a UTF-8 byte-order mark is
+    allowed), read with PyYAML's SafeLoader as `yaml.safe_load` reads it, refused when its aliases expand it as
+    Go's yaml.v3 would not (`alias_problem`).
+
+    Raises:
+        ConfigError: `cannot read <what> <path>: ...` (missing, unreadable, not UTF-8) or `cannot parse <what>
+            <path>: ...` (not YAML, excessive aliasing, nested too deeply).
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigError([f"cannot read {what} {path}: {e.strerror or e}"]) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError([f"cannot read {what} {path}: {_not_utf8(data, e)}"]) from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        problem = alias_problem(node) if node is not None else None
+        if problem is not None:
+            raise ConfigError([f"cannot parse {what} {path}: {problem}"])
+        return loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as e:
+        raise ConfigError([f"cannot parse {what} {path}: {e}"]) from None
+    except RecursionError:  # PyYAML composes and constructs recursively
+        raise ConfigError([f"cannot parse {what} {path}: the document is nested too deeply"]) from None
+    finally:
+        loader.dispose()
+
+
 def load_config(path: str | Path) -> SyncerConfig:
-    """Read and validate a vcluster.yaml file (YAML, read with `yaml.safe_load`).
+    """Read and validate a vcluster.yaml file (YAML, read with `read_yaml`).
 
     Raises:
         ConfigError: the file cannot be read or parsed, or the configuration is invalid.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError([f"cannot read config {path}: {e.strerror or e}"]) from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError([f"cannot parse config {path}: {e}"]) from None
-    return parse_config(document)
+    return parse_config(read_yaml(path))

@@ -31,28 +31,19 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from syncer.config.model import RC_PATH, ConfigError, SyncerConfig, load_config, parse_config
+from syncer.config.model import RC_PATH, ConfigError, SyncerConfig, load_config, parse_config, read_yaml
 
 # vcluster's default of `sync.toHost.pods.enabled` (loft-sh/vcluster chart/values.yaml, every supported version)
 VCLUSTER_POD_SYNC_DEFAULT = True
 
 
 def _read(path: str | Path, what: str) -> Any:
-    """The parsed YAML document of `path` (None for an empty file).
+    """The parsed YAML document of `path` (None for an empty file), read as `model.read_yaml` reads it.
 
     Raises:
         ConfigError: the file cannot be read or is not YAML.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError([f"cannot read {what} {path}: {e.strerror or e}"]) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError([f"cannot parse {what} {path}: {e}"]) from None
+    return read_yaml(path, what)
 
 
 def _get(doc: Any, dotted: str) -> tuple[bool, Any]:
