@@ -320,6 +320,30 @@ def test_the_sidecars_rbac_lands_and_adds_only_the_lease_and_cluster_reads(versi
 
 
 @VERSION
+def test_with_overwrite_rules_the_role_holds_only_those_so_the_fragments_rules_must_be_merged_in(version: str) -> None:
+    # vcluster's chart, templates/role.yaml: `{{- if .Values.rbac.role.overwriteRules }}` renders those rules and
+    # nothing else (its `else` branch holds vcluster's rules and rbac.role.extraRules); templates/clusterrole.yaml
+    # the same with rbac.clusterRole.overwriteRules
+    mine = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]  # a user's own rules
+    mine_cluster = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    objs = render(version, SIDECAR, {"rbac": {"role": {"overwriteRules": mine},
+                                              "clusterRole": {"overwriteRules": mine_cluster}}})
+    (cr,) = [o["metadata"]["name"] for o in objs if o["kind"] == "ClusterRole"]
+    assert rules(objs, "Role", f"vc-{RELEASE}") == {("", "pods", "get"), ("", "pods", "list")}
+    assert rules(objs, "ClusterRole", cr) == {("", "nodes", "get")}  # the fragment's extraRules are gone
+    # what the fragment's comment says to do: merge its extraRules into the overwriteRules
+    comment = (DEPLOY / SIDECAR).read_text()
+    assert "drops every extraRules entry" in comment
+    assert "merge the extraRules below into\n# your overwriteRules" in comment
+    fragment = yaml.safe_load((DEPLOY / SIDECAR).read_text())["rbac"]
+    merged = render(version, SIDECAR, {"rbac": {
+        "role": {"overwriteRules": mine + fragment["role"]["extraRules"]},
+        "clusterRole": {"overwriteRules": mine_cluster + fragment["clusterRole"]["extraRules"]}}})
+    assert rules(merged, "Role", f"vc-{RELEASE}") == host_rbac("Role") | {("", "pods", "get"), ("", "pods", "list")}
+    assert rules(merged, "ClusterRole", cr) == host_rbac("ClusterRole") | {("", "nodes", "get")}
+
+
+@VERSION
 def test_the_deployment_has_its_own_account_with_only_the_host_rules_it_needs(version: str) -> None:
     objs, _, spec, _ = syncer_pod(version, DEPLOYMENT)
     account = f"runtimeclass-syncer-{RELEASE}"
