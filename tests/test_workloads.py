@@ -302,8 +302,6 @@ async def test_two_tokens_of_one_volume_get_two_keys_of_the_token_secret(cluster
                                    "https://kubernetes.default"], "creds.1": ["vault"]}
 
 
-@pytest.mark.xfail(strict=True, reason="the cluster domain does not reach the TokenRequests yet: podtokens.py calls "
-                   "token_sources(desired['spec']) without PodOptions.cluster_domain (a change outside podtranslate/)")
 async def test_default_token_audiences_name_the_configured_cluster_domain(clusters: Clusters) -> None:
     # vcluster's translateProjectedVolume asks "https://kubernetes.default.svc." + networking.advanced.clusterDomain
     # first: the issuer of its virtual API server, which a client checking the audience expects
@@ -341,8 +339,6 @@ async def test_a_pod_with_a_full_dns_config_of_its_own_reaches_the_host(clusters
         "options": [{"name": "ndots", "value": "2"}, {"name": "single-request-reopen"}]}
 
 
-@pytest.mark.xfail(strict=True, reason="imagePullSecrets are required references until pods.py waits for an optional "
-                   "reference whose virtual object exists (else a tenant's regcred is never force-synced)")
 async def test_a_missing_image_pull_secret_does_not_hold_the_pod_back(clusters: Clusters) -> None:
     # the kubelet starts a pod whose pull Secret is missing and tries the pull without it (pkg/kubelet/kubelet_pods.go
     # getPullSecretsForPod); vcluster syncs such a pod at once. The host name is still the translated one.

@@ -256,7 +256,7 @@ class PodReconciler:
         self.tokens = ServiceAccountTokens(virtual, host, host_namespace=self.host_namespace,
                                            vcluster_name=self.vcluster_name, use_secrets=config.use_secrets_for_tokens,
                                            host_secrets=self.host_objects[SECRET], lifetime=token_lifetime,
-                                           clock=self.clock)
+                                           clock=self.clock, cluster_domain=self.options.cluster_domain)
         self._skipped: dict[str, str] = {}  # malformed virtual pods already logged, by resourceVersion
         # pods whose host pod this process just created: key -> the resourceVersions of the virtual pod, the host
         # pod and the virtual namespace (whose labels the host pod carries) then. A reconcile that finds all three
@@ -612,8 +612,10 @@ class PodReconciler:
     def _missing(self, vpod: Obj, deps: list[Dependency]) -> list[tuple[Dependency, str]]:
         """The required host objects that cannot be used yet, in spec order (each once), each with why: "" when
         it does not exist, else how it is not the copy of the referenced virtual object (references.not_the_copy;
-        not checked for the vcluster's own Service, which is nobody's copy). An optional reference may be absent,
-        but one whose host name holds another object's copy waits as a required one does: the host pod would read
+        not checked for the vcluster's own Service, which is nobody's copy). An optional reference may be absent when
+        the tenant does not have the object either (the kubelet starts the pod without it); one the tenant has is
+        waited for (and force-synced) as a required one is, since the kubelet would give it to the pod. One whose
+        host name holds another object's copy waits as a required one does: the host pod would read
         that object (a Secret of another namespace whose name and namespace join with `-x-` to the same host name;
         docs/security.md, attack 4). Read from the caches without a pause, so that `_wait` records them before a
         host object's event can come in between."""
@@ -624,14 +626,19 @@ class PodReconciler:
             if store is None or (d.kind, d.host_name) in seen:
                 continue
             obj = store.get(f"{self.host_namespace}/{d.host_name}")
-            if obj is None and d.optional:
-                continue  # may stay absent; a required reference to the same object later in the spec still waits
+            if obj is None and d.optional and not self._in_virtual_cluster(d, vpod["metadata"]["namespace"]):
+                continue  # absent in both clusters (a required reference to the same object later still waits)
             seen.add((d.kind, d.host_name))
             why = "" if obj is None else self._not_the_copy(d, vpod["metadata"]["namespace"], obj)
             if obj is not None and not why:
                 continue
             out.append((d, why))
         return out
+
+    def _in_virtual_cluster(self, d: Dependency, namespace: str) -> bool:
+        """Whether the virtual ConfigMap or Secret `d` references from a pod in `namespace` exists (the cache)."""
+        store = self.virtual_objects.get(d.kind)
+        return store is not None and store.get(f"{namespace}/{d.name}") is not None
 
     def _not_the_copy(self, d: Dependency, namespace: str, obj: Cached) -> str:
         """How cached host object `obj`, which `d` names, is not the copy of the virtual object `d` references from

@@ -32,6 +32,7 @@ from jsonpointer import JsonPointer
 
 from syncer.controllers import translate
 from syncer.controllers.podtranslate import tokens
+from syncer.controllers.podtranslate.environment import CLUSTER_DOMAIN
 from syncer.kube.cache import Store
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.clock import Clock, RealClock
@@ -62,6 +63,9 @@ class ServiceAccountTokens:
         lifetime: seconds a token is valid (at least 600, the API server's minimum); 0 for vcluster's ten years
             without renewal.
         clock: renewal times are read and written on it (wall seconds).
+        cluster_domain: `networking.advanced.clusterDomain`: the first default audience of a projection that names
+            none is `https://kubernetes.default.svc.<cluster_domain>`, the virtual API server's issuer (vcluster's
+            translator.go).
 
     Attributes:
         failing: virtual pod key -> why its last renewal failed (for `/readyz`), while it fails.
@@ -70,8 +74,9 @@ class ServiceAccountTokens:
 
     def __init__(self, virtual: KubeClient, host: KubeClient, *, host_namespace: str, vcluster_name: str,
                  use_secrets: bool, host_secrets: Store | None = None, lifetime: int = tokens.DEFAULT_LIFETIME,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, cluster_domain: str = CLUSTER_DOMAIN) -> None:
         self.virtual = virtual
+        self.cluster_domain = cluster_domain
         self.host = host
         self.host_namespace = host_namespace
         self.vcluster_name = vcluster_name
@@ -96,7 +101,7 @@ class ServiceAccountTokens:
             ApiError: a TokenRequest or the Secret write failed.
             ReconcileError: the virtual API server answered without a token.
         """
-        sources = tokens.token_sources(desired["spec"])
+        sources = tokens.token_sources(desired["spec"], self.cluster_domain)
         if not sources:
             return None
         meta = vpod["metadata"]
