@@ -72,8 +72,9 @@ CASES: list[tuple[str, Obj, Obj, list[tuple[str, str, bool, str]]]] = [
       ("configmap", "c2", True, "spec.containers[0].envFrom[0].configMapRef.name"),
       ("secret", "s4", False, "spec.containers[0].env[1].valueFrom.secretKeyRef.name"),
       ("configmap", "c3", True, "spec.containers[0].env[2].valueFrom.configMapKeyRef.name")]),
+    # optional: the kubelet starts a pod whose pull Secret is missing (kubelet_pods.go getPullSecretsForPod)
     ("imagePullSecrets", {"imagePullSecrets": [{"name": "regcred"}]}, {"imagePullSecrets": [{"name": host("regcred")}]},
-     [("secret", "regcred", False, "spec.imagePullSecrets[0].name")]),
+     [("secret", "regcred", True, "spec.imagePullSecrets[0].name")]),
     ("self-contained pod: nothing changes", SELF_CONTAINED, SELF_CONTAINED, []),
 ]
 

@@ -11,7 +11,11 @@ virtual cluster (`ephemeral.VolumeClaimName`), as vcluster does.
 
 Each rewritten reference is also returned as a `Dependency`: the host object the host pod needs, unless
 the reference is `optional: true` (the `kube-root-ca.crt` source of the injected `kube-api-access-*` volume
-is a ConfigMap reference like any other). `serviceAccountToken` sources are tokens.py's.
+is a ConfigMap reference like any other). `imagePullSecrets` entries are optional whatever they say: the kubelet
+starts a pod whose pull Secret is missing and tries the pull without it (kubernetes pkg/kubelet/kubelet_pods.go,
+`getPullSecretsForPod`: a `FailedToRetrieveImagePullSecret` event, "attempting to pull the image may not succeed"),
+and vcluster syncs the pod without waiting; a host name that holds another object's copy still holds the pod back,
+as for every optional reference (`not_the_copy`). `serviceAccountToken` sources are tokens.py's.
 
 A host object is used only when it is the copy of what the pod references (`not_the_copy`): vcluster's
 single-namespace host names collide (`a` in namespace `b-x-c` and `a-x-b` in `c` both become
@@ -129,8 +133,8 @@ def translate_references(spec: Obj, pod_name: str, host_name: Any) -> list[Depen
                     s = vf.get(ref) if isinstance(vf, dict) else None
                     if isinstance(s, dict):
                         r.ref(s, "name", kind, f"{at}.env[{j}].valueFrom.{ref}", bool(s.get("optional")))
-    for i, ref in enumerate(spec.get("imagePullSecrets") or []):
-        r.ref(ref, "name", SECRET, f"spec.imagePullSecrets[{i}]")
+    for i, ref in enumerate(spec.get("imagePullSecrets") or []):  # optional: the kubelet pulls without a missing one
+        r.ref(ref, "name", SECRET, f"spec.imagePullSecrets[{i}]", True)
     return r.deps
 
 
