@@ -174,11 +174,13 @@ class Syncer:
     def check_policy(self, policy: Policy) -> None:
         """Log what the host shows of a policy's defaults (behaviour.md section 6): a default the host lacks
         is a warning; one the host has but the selector or the handler list refuses is an error (each pod
-        that would get it is refused, naming why)."""
+        that would get it is refused, naming why). No missing default with `sync.fromHost.runtimeClasses.enabled:
+        false`: the host's classes are not read then, so every default would look missing."""
         classes = [rc for k in self.host_rcs.list_keys() if (rc := self.host_rcs.full(k)) is not None]
         for problem in policyreport.report(self.config, policy, classes)["problems"]:
             if "does not exist in the host" in problem:
-                log.warning("runtime policy %s: %s", policy.source, problem)
+                if self.config.enabled:
+                    log.warning("runtime policy %s: %s", policy.source, problem)
             else:
                 log.error("runtime policy %s: %s", policy.source, problem)
 

@@ -466,6 +466,22 @@ async def test_a_pod_that_got_the_default_is_orphaned_when_the_host_withdraws_it
     assert hpod["spec"]["runtimeClassName"] == "gvisor"
 
 
+async def test_with_the_sync_off_a_default_is_not_reported_missing(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    # with sync.fromHost.runtimeClasses.enabled: false the host's classes are not read: a default the host has
+    # must not be logged as missing (behaviour.md section 6: the warning is for a default the host lacks)
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc"))
+    document = rc_config(enabled=False)
+    policy = parse_policy({"defaultRuntimeClassName": "gvisor"}, parse_config(document), "p.yaml")
+    key = f"{HOST_NS}/{host_pod_name('web', 'default', VCLUSTER)}"
+    with caplog.at_level(logging.WARNING):
+        async with running_syncer(clusters, document, policy=policy):
+            await clusters.virtual.create(PODS, pod("web", None), "default")
+            pods = await wait_for(clusters.host, PODS, lambda o: key in o, namespace=HOST_NS, what="web synced")
+    assert pods[key]["spec"]["runtimeClassName"] == "gvisor"
+    assert "does not exist in the host" not in caplog.text
+
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

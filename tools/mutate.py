@@ -590,6 +590,10 @@ LISTED = (
     Mutation("with the RuntimeClass sync off, no class is usable", "syncer/controllers/policy.py",
              "    if not config.enabled:\n        return None\n    out = []", "    out = []",
              ("tests/test_policy.py", "-k", "sync_off")),
+    Mutation("with the RuntimeClass sync off, every default is logged missing", "syncer/manager.py",
+             "                if self.config.enabled:\n                    log.warning(",
+             "                if True:\n                    log.warning(",
+             ("tests/test_policy.py", "-k", "sync_off_a_default")),
     # events and the controller (client-go's recorder and spam filter, controller-runtime's lost leadership)
     Mutation("a refused event write fails the reconcile", "syncer/kube/events.py",
              "if e.transient or e.status < 400:", "if True:", ("tests/test_events_refused.py", "-k", "quota")),
