@@ -153,6 +153,7 @@ class Syncer:
         self.caches_synced = asyncio.Event()
         self.ready_event = asyncio.Event()
         self.following = False  # waiting to become leader (leader election only)
+        self.elector: LeaderElector | None = None  # the election, while `run` campaigns or leads
         self.lost_leadership = False
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -188,12 +189,14 @@ class Syncer:
 
     @property
     def ready(self) -> bool:
-        """Caches synced and every informer healthy, no token renewal failing, and either the first full reconcile
-        done or this replica a follower (followers are ready to take over; they do not write)."""
+        """Caches synced and every informer healthy, no token renewal failing, no request for the leader's Lease
+        refused, and either the first full reconcile done or this replica a follower (followers are ready to take
+        over; they do not write)."""
         return ((self.ready_event.is_set() or (self.following and self.caches_synced.is_set()))
                 and all(i.last_error is None for i in self.informers)
                 and not any(c.forbidden for c in self.controllers) and not any(r.forbidden for r in self.recorders)
-                and not self.pod_reconciler.tokens.failing)
+                and not self.pod_reconciler.tokens.failing
+                and (self.elector is None or self.elector.problem is None))
 
     def readiness_detail(self) -> list[str]:
         """Why the syncer is not ready (empty when ready)."""
@@ -208,6 +211,8 @@ class Syncer:
                     (cluster, verb, resource) in c.forbidden for c in self.controllers)]
         why += [f"renewing the service-account tokens of pod {key} failing: {msg}"
                 for key, msg in sorted(self.pod_reconciler.tokens.failing.items())]
+        if self.elector is not None and self.elector.problem is not None:
+            why.append(f"leader election: {self.elector.problem}")
         if not why and not self.ready_event.is_set():
             why.append("first reconcile not finished")
         return why
@@ -236,6 +241,7 @@ class Syncer:
                      len(self.virtual_pods), len(self.host_pods), len(self.host_rcs), len(self.virtual_rcs))
             if self.pod_reconciler.policy is not None:
                 self.check_policy(self.pod_reconciler.policy)
+            self.elector = elector
             if elector is not None:
                 self.following = True
                 self._tasks.append(asyncio.create_task(elector.run(), name="leader election"))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import re
 
+import pytest
+
 from syncer.config.model import parse_config
 from syncer.kube.client import KubeClient
 from syncer.kube.leader import LeaderElector
@@ -127,3 +129,35 @@ async def test_a_lost_lease_cancels_an_in_flight_reconcile_at_once(clusters: Clu
             await task
         await host.close()
         await virtual.close()
+
+
+async def test_a_follower_whose_lease_is_forbidden_is_not_ready_and_says_why(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    # a Role without leases (rbac.role.overwriteRules without the syncer's rules) used to leave a follower ready for
+    # ever while nothing synced: the refusal is now in /readyz's detail, and the library's traceback is one line
+    config = parse_config({"sync": {"fromHost": {"runtimeClasses": {"enabled": True}}}})
+    host = await KubeClient.from_kubeconfig(str(clusters.host_kubeconfig), "host", user_agent="syncer (one)")
+    virtual = await KubeClient.from_kubeconfig(str(clusters.virtual_kubeconfig), "virtual", user_agent="syncer (one)")
+    elector = LeaderElector(host, HOST_NS, "lease", "one", lease_duration=3, renew_deadline=2.5, retry_period=1)
+    syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS))
+    # kube-apiserver's RBAC refusal (k8s.io/apiserver pkg/endpoints/handlers/responsewriters forbidden())
+    forbidden = ('leases.coordination.k8s.io "lease" is forbidden: User "system:serviceaccount:vc:vc-one" cannot '
+                 'create resource "leases" in API group "coordination.k8s.io" in the namespace "vc"')
+    refused = clusters.host_server.faults.fail(403, verb="create", resource="leases", times=10_000, message=forbidden)
+    stop = asyncio.Event()
+    task = asyncio.create_task(syncer.run(stop, elector))
+    try:
+        await asyncio.wait_for(refused.wait_hits(2), 10)  # the first refusal's attempt is over
+        assert not syncer.ready
+        assert f"leader election: cannot create the lease {HOST_NS}/lease: HTTP 403: {forbidden}" in \
+            syncer.readiness_detail()
+        clusters.host_server.faults.clear()  # the RBAC fixed: it leads, and is ready
+        await asyncio.wait_for(syncer.ready_event.wait(), 10)
+        assert syncer.ready and elector.problem is None
+    finally:
+        clusters.host_server.faults.clear()
+        stop.set()
+        await task
+        await host.close()
+        await virtual.close()
+    assert not [r for r in caplog.records if r.exc_info is not None and "lock" in r.getMessage()]

@@ -594,6 +594,12 @@ LISTED = (
              "                if self.config.enabled:\n                    log.warning(",
              "                if True:\n                    log.warning(",
              ("tests/test_policy.py", "-k", "sync_off_a_default")),
+    Mutation("a refused lease request not shown in /readyz", "syncer/manager.py",
+             "                and (self.elector is None or self.elector.problem is None))", "                )",
+             ("tests/test_leader.py", "-k", "forbidden")),
+    Mutation("a refused lease write not kept as a problem", "syncer/kube/leader.py",
+             '            self.problem = f"cannot {verb} the lease {namespace}/{name}: {_describe(e)}"',
+             "            pass", ("tests/test_leader.py", "-k", "forbidden")),
     # events and the controller (client-go's recorder and spam filter, controller-runtime's lost leadership)
     Mutation("a refused event write fails the reconcile", "syncer/kube/events.py",
              "if e.transient or e.status < 400:", "if True:", ("tests/test_events_refused.py", "-k", "quota")),

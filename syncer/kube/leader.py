@@ -16,12 +16,16 @@ election; only a leader that cannot renew within `renew_deadline` stops.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from typing import cast
+from collections.abc import Awaitable
+from typing import Any, cast
 
 import aiohttp
+from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
+from kubernetes_asyncio.leaderelection.leaderelectionrecord import LeaderElectionRecord
 from kubernetes_asyncio.leaderelection.resourcelock.baselock import BaseLock
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 
@@ -41,6 +45,64 @@ _RETRIED: tuple[type[Exception], ...] = (aiohttp.ClientError, OSError, asyncio.T
 
 async def _nothing() -> None:
     """A callback that does nothing (timing checks)."""
+
+
+def _describe(e: ApiException) -> str:
+    """`HTTP <status>: <the Status message>` of a refused lease request (its reason when the body is no Status)."""
+    try:
+        message = json.loads(e.body or "").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return f"HTTP {e.status}: {message or e.reason}"
+
+
+class _ObservedLeaseLock(LeaseLock):
+    """The library's Lease lock, whose refused requests are kept for `/readyz` (`problem`) and logged in one line.
+
+    The library logs a refused create or update with a traceback (`logger.exception`) and returns False, and returns
+    a refused read to its caller, which logs it at error without the status; either way nothing tells a follower
+    whose lease RBAC is missing from one that waits its turn. A 404 on read (no Lease yet) and a 409 (another
+    candidate wrote first) are the election's normal course and no problem.
+
+    Attributes:
+        problem: why the last request for the Lease was refused, None when it was not.
+    """
+
+    def __init__(self, name: str, namespace: str, identity: str, api_client: Any) -> None:
+        super().__init__(name, namespace, identity, api_client)
+        self.problem: str | None = None
+
+    async def get(self, name: str, namespace: str) -> Any:
+        """The library's read; a refusal other than 404 is kept as `problem`."""
+        ok, record = await super().get(name, namespace)
+        self.problem = (f"cannot get the lease {namespace}/{name}: {_describe(record)}"
+                        if not ok and isinstance(record, ApiException) and record.status != 404 else None)
+        return ok, record
+
+    async def create(self, name: str, namespace: str, election_record: LeaderElectionRecord) -> bool:
+        """The library's create (its body), without its traceback on a refusal."""
+        body = k8s.V1Lease(metadata=k8s.V1ObjectMeta(name=name), spec=self.update_lease(election_record))
+        return await self._write("create", name, namespace, self.api_instance.create_namespaced_lease(namespace, body))
+
+    async def update(self, name: str, namespace: str, updated_record: LeaderElectionRecord) -> bool:
+        """The library's update (the Lease it read, its spec renewed), without its traceback on a refusal."""
+        assert self.lease_reference is not None
+        self.lease_reference.spec = self.update_lease(updated_record, self.lease_reference.spec)
+        return await self._write("update", name, namespace, self.api_instance.replace_namespaced_lease(
+            name=name, namespace=namespace, body=self.lease_reference))
+
+    async def _write(self, verb: str, name: str, namespace: str, request: Awaitable[Any]) -> bool:
+        try:
+            await request
+        except ApiException as e:
+            if e.status == 409:  # another candidate wrote the Lease first: the next attempt reads it again
+                log.debug("could not %s the lease %s/%s: %s", verb, namespace, name, _describe(e))
+                return False
+            self.problem = f"cannot {verb} the lease {namespace}/{name}: {_describe(e)}"
+            log.warning("%s", self.problem)
+            return False
+        self.problem = None
+        return True
 
 
 class _BoundedElection(leaderelection.LeaderElection):
@@ -135,6 +197,7 @@ class LeaderElector:
         ValueError: the timings are inconsistent (message from the library).
     Attributes:
         leading: set once this candidate holds the Lease.
+        problem: why the last request for the Lease was refused (403: RBAC), None when it was not.
         lost: set when a leader could not renew within `renew_deadline` seconds of its last successful
             attempt's start (it must stop writing at once), or when the election itself failed on an
             unexpected error (then no replica state is trusted: the process should restart). A failed
@@ -149,10 +212,17 @@ class LeaderElector:
         self.identity = identity
         self.leading = asyncio.Event()
         self.lost = asyncio.Event()
+        self._lock = _ObservedLeaseLock(name, namespace, identity, client.api)
         self._config = electionconfig.Config(
-            LeaseLock(name, namespace, identity, client.api), lease_duration=int(lease_duration),
+            self._lock, lease_duration=int(lease_duration),
             renew_deadline=renew_deadline, retry_period=retry_period,
             onstarted_leading=self._started, onstopped_leading=self._stopped)
+
+    @property
+    def problem(self) -> str | None:
+        """Why the last request for the Lease was refused (e.g. `cannot get the lease ns/name: HTTP 403: ...`, RBAC
+        missing), None when it was not: a follower that cannot read the Lease would never lead."""
+        return self._lock.problem
 
     @staticmethod
     def check_timing(lease_duration: int, renew_deadline: float, retry_period: float) -> None:
