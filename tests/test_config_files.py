@@ -111,3 +111,23 @@ def test_the_allowed_alias_ratio_is_yaml_v3s() -> None:
     # decode.go allowedAliasRatio: 0.99 up to 400,000 decoded nodes, 0.10 from 4,000,000, linear between
     assert [allowed_alias_ratio(n) for n in (1, 400_000, 4_000_000, 10_000_000)] == [0.99, 0.99, 0.10, 0.10]
     assert allowed_alias_ratio(2_200_000) == pytest.approx(0.99 - 0.89 * 0.5)
+
+
+async def test_a_key_set_twice_is_refused_in_the_config_and_the_policy(tmp_path: Path) -> None:
+    # vcluster decodes its config strictly (config/config.go UnmarshalYAMLStrict: sigs.k8s.io/yaml UnmarshalStrict),
+    # and go-yaml refuses a mapping that sets a key twice: `line 4: key "enabled" already set in map`
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(SECTION + "      enabled: false\n")
+    assert await _validate("--config", str(twice)) == (
+        2, "", f'error: cannot parse config {twice}: line 5: key "enabled" already set in map\n')
+    # the policy file is read the same way: its encoding, aliases and repeated keys
+    good = tmp_path / "own.yaml"
+    good.write_text(SECTION, encoding="utf-8")
+    policy = tmp_path / "policy.yaml"
+    policy.write_bytes("requireRuntimeClassName: true\n".encode("utf-16"))
+    assert await _validate("--config", str(good), "--policy", str(policy)) == (
+        2, "", f"error: {policy}: cannot read policy {policy}: not UTF-8 but UTF-16 (it starts with a UTF-16 "
+               "byte-order mark); save it as UTF-8\n")
+    policy.write_text(LAUGHS.replace("zzz", "namespaces"))
+    code, _, err = await _validate("--config", str(good), "--policy", str(policy))
+    assert (code, err) == (2, f"error: {policy}: cannot parse policy {policy}: document contains excessive aliasing\n")

@@ -793,24 +793,57 @@ def _not_utf8(data: bytes, e: UnicodeDecodeError) -> str:
     return f"not UTF-8 ({e.reason} at byte {e.start}); save it as UTF-8"
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader refusing a key set twice in one mapping, as vcluster's strict decoding of its config
+    refuses it (`config/config.go` `UnmarshalYAMLStrict`: sigs.k8s.io/yaml `UnmarshalStrict`, whose go-yaml says
+    `line N: key "k" already set in map`); PyYAML keeps the last value silently, so a policy naming a namespace twice
+    lost the first, stricter, entry without a word. Merge keys (`<<`) may be overridden, as YAML's merge allows."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                repeated = key in seen
+            except TypeError:  # an unhashable key: SafeConstructor's own error follows
+                continue
+            if repeated:
+                raise yaml.constructor.ConstructorError(
+                    problem=f'line {key_node.start_mark.line + 1}: key "{key}" already set in map')
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: str | Path, what: str = "config") -> Any:
-    """The YAML document of the file `path` (None for an empty file): UTF-8 text (a UTF-8 byte-order mark is
-    allowed), read with PyYAML's SafeLoader as `yaml.safe_load` reads it, refused when its aliases expand it as
-    Go's yaml.v3 would not (`alias_problem`).
+    """The YAML document of the file `path` (None for an empty file), as `yaml_document` reads it.
 
     Raises:
         ConfigError: `cannot read <what> <path>: ...` (missing, unreadable, not UTF-8) or `cannot parse <what>
-            <path>: ...` (not YAML, excessive aliasing, nested too deeply).
+            <path>: ...` (not YAML, a key set twice, excessive aliasing, nested too deeply).
     """
     try:
         data = Path(path).read_bytes()
     except OSError as e:
         raise ConfigError([f"cannot read {what} {path}: {e.strerror or e}"]) from None
+    return yaml_document(data, path, what)
+
+
+def yaml_document(data: bytes, path: str | Path, what: str = "config") -> Any:
+    """The YAML document of a file's content `data` (None for an empty one): UTF-8 text (a UTF-8 byte-order mark is
+    allowed), read with PyYAML's SafeLoader as `yaml.safe_load` reads it, refused when a mapping sets a key twice
+    (`_StrictLoader`) or when its aliases expand it as Go's yaml.v3 would not (`alias_problem`). `path` and `what`
+    name the file in errors.
+
+    Raises:
+        ConfigError: as `read_yaml`.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError([f"cannot read {what} {path}: {_not_utf8(data, e)}"]) from None
-    loader = yaml.SafeLoader(text)
+    loader = _StrictLoader(text)
     try:
         node = loader.get_single_node()
         problem = alias_problem(node) if node is not None else None

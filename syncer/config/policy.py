@@ -21,13 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from syncer.config.model import ConfigError, SyncerConfig, _document_order, _pydantic_errors
+from syncer.config.model import ConfigError, SyncerConfig, _document_order, _pydantic_errors, yaml_document
 from syncer.config.selector import Selector, SelectorError, dns1123_label_errors, dns1123_subdomain_errors
 from syncer.config.selector import parse as parse_selector
-from syncer.config.yamlfile import safe_load_strict
 
 SELECTOR_CHARS = ("=", "!", "(", " ")
 
@@ -252,7 +250,7 @@ def _entry(doc: Any) -> PolicyEntry:
 
 
 def load_policy(path: str | Path, config: SyncerConfig) -> Policy:
-    """Read and validate a policy file (YAML, `yaml.safe_load` with a key set twice in one mapping refused).
+    """Read and validate a policy file (YAML, read as the vcluster.yaml is: `model.yaml_document`).
 
     Raises:
         ConfigError: the file cannot be read or parsed, or the policy is invalid.
@@ -270,10 +268,7 @@ def policy_from_text(text: bytes, path: str | Path, config: SyncerConfig) -> Pol
     Raises:
         ConfigError: the YAML does not parse, or the policy is invalid.
     """
-    try:
-        document = safe_load_strict(text)
-    except yaml.YAMLError as e:
-        raise ConfigError([f"cannot parse policy {path}: {e}"]) from None
+    document = yaml_document(text, path, "policy")
     policy = parse_policy(document, config, str(path))
     policy.text = text
     return policy
