@@ -50,6 +50,20 @@ def rbac_denial(e: ApiError) -> bool:
     return e.status == 403 and refusal_cause(e) is None
 
 
+def note_forbidden(forbidden: dict[tuple[str, str, str], str], e: ApiError, who: str,
+                   logger: logging.Logger = log) -> tuple[str, str, str]:
+    """Keep the RBAC refusal `e` (`rbac_denial`) in `forbidden`, (cluster, verb, resource) -> the API server's
+    message, which readiness shows; the first time a cause is kept it is logged at error on `logger`, naming the
+    group, for `who` (a controller or an event recorder). Returns the cause."""
+    cause = (e.cluster, e.verb, e.resource)
+    if cause not in forbidden:
+        group = e.resource.split(".", 1)[1] if "." in e.resource else "core"
+        logger.error("%s: forbidden to %s %s (group %s) on the %s cluster; check the RBAC of the syncer: %s",
+                     who, e.verb, e.resource.split(".", 1)[0], group, e.cluster, e.message)
+    forbidden[cause] = e.message
+    return cause
+
+
 class ReconcileError(Exception):
     """An expected failure that needs a retry with backoff; logged as one line, without a traceback,
     or only at debug level when `quiet` (the reconciler reports it itself, once per cause)."""
@@ -177,12 +191,7 @@ class Controller:
         self._retries.inc()
         retries = self.queue.num_requeues(key)
         if isinstance(e, ApiError) and rbac_denial(e):
-            cause = (e.cluster, e.verb, e.resource)
-            if cause not in self.forbidden:
-                group = e.resource.split(".", 1)[1] if "." in e.resource else "core"
-                log.error("%s: forbidden to %s %s (group %s) on the %s cluster; check the RBAC of the syncer: %s",
-                          self.name, e.verb, e.resource.split(".", 1)[0], group, e.cluster, e.message)
-            self.forbidden[cause] = e.message
+            cause = note_forbidden(self.forbidden, e, self.name)
             self._forbidden_keys.setdefault(cause, set()).add(key)
         elif isinstance(e, ReconcileError) and e.quiet:
             log.debug("%s %s: %s (retry %d)", self.name, key, e, retries + 1)  # the reconciler logged it once

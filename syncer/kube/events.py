@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.clock import Clock, RealClock, now_rfc3339
-from syncer.kube.controller import rbac_denial, refusal_cause
+from syncer.kube.controller import note_forbidden, rbac_denial, refusal_cause
 from syncer.kube.resources import EVENTS, APIResource
 
 log = logging.getLogger(__name__)
@@ -225,12 +225,7 @@ class EventRecorder:
         """Drop an event the API server refused: log it once per namespace and cause (the syncer's RBAC: at error,
         and kept in `forbidden`)."""
         if rbac_denial(e):
-            cause = (e.cluster, e.verb, e.resource)
-            if cause not in self.forbidden:
-                group = e.resource.split(".", 1)[1] if "." in e.resource else "core"
-                log.error("%s: forbidden to %s %s (group %s) on the %s cluster; check the RBAC of the syncer: %s",
-                          self.component, e.verb, e.resource.split(".", 1)[0], group, e.cluster, e.message)
-            self.forbidden[cause] = e.message
+            note_forbidden(self.forbidden, e, self.component, log)
             return
         label = refusal_cause(e) or ("namespace not found" if e.not_found and e.verb == "create"
                                      else f"HTTP {e.status} {e.reason}")
