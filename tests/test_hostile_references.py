@@ -158,6 +158,8 @@ OPTIONAL_REFERENCES = {  # each names Secret `a` with `optional: true` (k8s.io/a
         {"secretRef": {"name": "a", "optional": True}}]}]},
     "env": {"containers": [{"name": "app", "image": "nginx", "env": [{"name": "T", "valueFrom": {"secretKeyRef": {
         "name": "a", "key": "token", "optional": True}}}]}]},
+    # optional whatever it says: the kubelet pulls without a missing pull Secret (kubelet_pods.go getPullSecretsForPod)
+    "imagePullSecrets": {"imagePullSecrets": [{"name": "a"}]},
 }
 
 

@@ -351,26 +351,6 @@ async def test_a_missing_image_pull_secret_does_not_hold_the_pod_back(clusters: 
     assert hp["spec"]["imagePullSecrets"] == [{"name": h("regcred-gone")}]
 
 
-async def test_an_image_pull_secret_name_holding_another_namespaces_copy_holds_the_pod_back(clusters: Clusters) -> None:
-    # optional, but not blind: b-x-c's pull Secret `a` and c's `a-x-b` share a host name; the pod must not pull with
-    # c's credentials (docs/security.md attack 4, as for every optional reference)
-    from tests.test_hostile_references import COLLIDING, host_object, namespaces, no_host_pod, warnings_in
-    await namespaces(clusters, "b-x-c", "c")
-    await clusters.virtual.create(SECRETS, {"metadata": {"name": "a-x-b", "annotations": {FORCE_SYNC: "true"}},
-                                            "type": "kubernetes.io/dockerconfigjson",
-                                            "stringData": {".dockerconfigjson": "{}"}}, "c")
-    thief = pod("thief", namespace="b-x-c")
-    thief["spec"]["imagePullSecrets"] = [{"name": "a"}]
-    async with running_syncer(clusters, rc_config(), clock=FakeClock()) as syncer:
-        await host_object(clusters, SECRETS, COLLIDING, "the stand-in synced c/a-x-b")
-        await clusters.virtual.create(PODS, thief, "b-x-c")
-        (event,) = await warnings_in(clusters, "b-x-c", "thief", "the conflict's SyncWarning")
-        assert (event["reason"], event["message"]) == ("SyncWarning", (
-            f'did not sync pod "thief" to host yet: the host secret "{COLLIDING}" is the copy of secret "c/a-x-b", '
-            'not of "b-x-c/a"'))
-        await no_host_pod(clusters, syncer, f"thief-x-b-x-c-x-{VCLUSTER}")
-
-
 async def service(c: Clusters, name: str, ns: str, ports: list[Obj], cluster: str = "host") -> Obj:
     client = c.host if cluster == "host" else c.virtual
     return await client.create(SERVICES, {"metadata": {"name": name}, "spec": {"ports": ports}}, ns)
