@@ -14,9 +14,9 @@ import pytest
 from kubesim.tokens import whoami
 from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.clock import FakeClock
-from syncer.kube.resources import NAMESPACES, PODS, SECRETS
+from syncer.kube.resources import NAMESPACES, PODS, RUNTIMECLASSES, SECRETS
 from syncer.manager import Syncer
-from tests.conftest import HOST_NS, Clusters, eventually, pod, rc_config, running_syncer
+from tests.conftest import HOST_NS, Clusters, eventually, pod, rc, rc_config, running_syncer
 from tests.test_pod_lifecycle import kubelet
 from tests.test_pod_sync import hname, host_pods, warnings_for
 
@@ -172,6 +172,26 @@ async def test_a_deleted_pod_leaves_no_renewal_waiting(clusters: Clusters) -> No
         assert list(syncer.pod_queue.pending()) == ["default/api"]  # the live pod's renewal stays
         clock.advance(0.8 * LIFETIME)
         await eventually(lambda: renewed(syncer, "renewed") == 1.0, "api's tokens renewed")
+
+
+async def test_an_orphaned_pods_tokens_are_renewed(clusters: Clusters) -> None:
+    # behaviour.md section 3: an orphan stays in both clusters and runs on, so its tokens are renewed as the kubelet
+    # renews them for a running pod (token_manager.go requiresRefresh); with short lifetimes they would otherwise
+    # expire within the hour and its in-cluster clients get 401
+    clock = FakeClock()
+    dev = {"matchLabels": {"environment": "development"}}
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    async with running_syncer(clusters, rc_config(dev), clock=clock, token_lifetime=LIFETIME) as syncer:
+        await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        key, first = token_of(annotations(clusters))
+        await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"environment": "prod"}}})
+        await warnings_for(clusters, "web")  # the Orphaned event: orphaned from now on
+        await syncer.wait_idle()
+        clock.advance(0.8 * LIFETIME)
+        await eventually(lambda: token_of(annotations(clusters))[1] != first, "the orphan's token renewed")
+        assert token_of(annotations(clusters))[0] == key
+        assert renewed(syncer, "renewed") == 1.0
 
 
 async def test_a_failed_renewal_is_retried_and_shows_in_readyz(clusters: Clusters) -> None:

@@ -42,6 +42,44 @@ async def test_a_pod_create_retried_uses_the_token_secret_of_the_earlier_try(clu
     assert [o["uid"] for o in secret["metadata"].get("ownerReferences") or []] == [hp["metadata"]["uid"]]
 
 
+async def test_the_token_secret_of_an_earlier_host_pod_is_made_anew(clusters: Clusters) -> None:
+    # A StatefulSet pod created again under its name while the garbage collector has not yet removed the token Secret
+    # of the pod before: that Secret still names the gone host pod as its owner, and the collector deletes it by its
+    # uid. As vcluster's SATokenSecret (token/sa_token_secret.go: delete, then create), the syncer makes it anew: a
+    # new uid, owned by the new host pod only.
+    gone = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+    clusters.host_server.storage.write(SECRETS, {
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": {"kube-api-access": "b2xk"},
+        "metadata": {"name": SECRET, "namespace": HOST_NS, "uid": "5f4e3d2c-1b0a-4f9e-8d7c-6b5a4f3e2d1c",
+                     "labels": {"vcluster.loft.sh/managed-by": "test"},
+                     "annotations": {"vcluster.loft.sh/object-name": "web", "vcluster.loft.sh/object-namespace":
+                                     "default"},
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": hname("web"), "uid": gone}]}},
+        None)
+    async with running_syncer(clusters, secret_mode()):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        hp = (await host_pods(clusters, lambda o: hname("web") in o, "web on the host"))[hname("web")]
+        secret = await clusters.host.get(SECRETS, SECRET, HOST_NS)
+    assert secret["metadata"]["uid"] != "5f4e3d2c-1b0a-4f9e-8d7c-6b5a4f3e2d1c"
+    assert [o["uid"] for o in secret["metadata"].get("ownerReferences") or []] == [hp["metadata"]["uid"]]
+    assert "kube-api-access" not in secret["data"]  # made anew: the old Secret's keys are not kept
+
+
+async def test_a_failed_owner_patch_is_made_by_the_next_reconcile(clusters: Clusters) -> None:
+    # the host pod is created, then its token Secret's owner patch fails: the retry makes it the owner (else the
+    # Secret would outlive both pods, if they went while the syncer was down)
+    failed = clusters.host_server.faults.fail(500, verb="patch", resource="secrets")
+    async with running_syncer(clusters, secret_mode()):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        hp = (await host_pods(clusters, lambda o: hname("web") in o, "web on the host"))[hname("web")]
+
+        def owners() -> list[str]:
+            s = clusters.host_server.storage.get(SECRETS, HOST_NS, SECRET) or {}
+            return [o["uid"] for o in (s.get("metadata") or {}).get("ownerReferences") or []]
+        await eventually(lambda: owners() == [hp["metadata"]["uid"]], "the host pod the Secret's owner")
+    assert failed.hits == 1
+
+
 async def test_a_secret_that_took_the_name_meanwhile_is_not_made_the_pods(clusters: Clusters) -> None:
     # Between the token Secret's write and the host pod's create, another Secret takes the name. The pod does not
     # become its owner (the owner reference is patched only with `test` operations that hold on the syncer's own

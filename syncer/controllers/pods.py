@@ -279,6 +279,10 @@ class PodReconciler:
         self._waiting: dict[str, _Waiting] = {}  # virtual pods waiting for host objects or a taken host name, by key
         # the events of a host pod's create whose write was refused, by key: (the virtual pod's uid, the events)
         self._unrecorded: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
+        # token Secrets whose owner patch failed after their host pod was created: key -> the host pod's uid; the
+        # key's next reconcile makes the pod the owner (else a Secret outlives both pods when the syncer is down
+        # as they go: nothing else deletes it)
+        self._unowned: dict[str, str] = {}
         self._unserved: set[str] = set()  # pod subresources the host API server answered 404 for
 
     # ------------------------------------------------------------------ what wakes a pod (the watches)
@@ -423,6 +427,10 @@ class PodReconciler:
         unrecorded = self._unrecorded.pop(key, None)
         if unrecorded is not None and vpod is not None and unrecorded[0] == vpod["metadata"].get("uid", ""):
             await self._record_all(vpod, unrecorded[1])  # the events of its host pod's create, first
+        if (unowned := self._unowned.get(key)) is not None:
+            if vpod is not None and hpod is not None and unowned == (hpod.get("metadata") or {}).get("uid"):
+                await self.tokens.own(vpod, hpod)  # the owner patch its create failed to make, first
+            self._unowned.pop(key, None)
         match action:
             case podplan.Skip(problem):
                 rv = str(((vpod or {}).get("metadata") or {}).get("resourceVersion") or "")
@@ -455,6 +463,9 @@ class PodReconciler:
                 if not (vpod.get("metadata") or {}).get("deletionTimestamp"):
                     self.metrics.pods_refused.labels(refusal.runtime_class).inc()
                 await self._orphaned(vpod, hpod, refusal)
+                # it runs on, so its tokens are renewed as the kubelet renews them for a running pod (they are
+                # bound to the virtual pod, which exists); nothing else of it is written
+                return await self._renew_tokens(vpod, hpod)
             case podplan.CopyStatus():
                 assert vpod is not None and hpod is not None
                 await self._copy_status(vpod, hpod)
@@ -553,7 +564,9 @@ class PodReconciler:
             return None
         self._waiting.pop(object_key(vpod), None)
         if secret is not None:
+            self._unowned[object_key(vpod)] = created["metadata"].get("uid", "")
             await self.tokens.own(vpod, created)
+            self._unowned.pop(object_key(vpod), None)
         events = self._warn_translated(vpod, desired, created)
         if default:
             self.metrics.pods_defaulted.labels(default).inc()
@@ -761,20 +774,33 @@ class PodReconciler:
         # backoff is at most 30 s) looks again.
         due: float | None = None
         renew_error: Exception | None = None
-        if not (hpod.get("metadata") or {}).get("deletionTimestamp"):
-            renewals = self.tokens.renewals
-            try:
-                due = await self.tokens.renew_if_due(vpod, hpod)
-            except (ApiError, ReconcileError) as e:
-                self.metrics.token_renewals.labels("failed").inc()
-                renew_error = e
-            finally:
-                if self.tokens.renewals > renewals:
-                    self.metrics.token_renewals.labels("renewed").inc()
+        try:
+            due = await self._renew_tokens(vpod, hpod)
+        except (ApiError, ReconcileError) as e:
+            renew_error = e
         for error in (update_error, bind_error, renew_error):  # the update's was reported as a SyncError, the
             if error is not None:  # binding's once per cause; each is retried with backoff
                 raise error
         return held if due is None else due if held is None else min(due, held)
+
+    async def _renew_tokens(self, vpod: Obj, hpod: Obj) -> float | None:
+        """Renew the tokens of `hpod` when due (`ServiceAccountTokens.renew_if_due`, counted in the metric), not for
+        a host pod being deleted. Returns the seconds until the next renewal (None: nothing to renew).
+
+        Raises:
+            ApiError, ReconcileError: the renewal failed (retried with backoff).
+        """
+        if (hpod.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        renewals = self.tokens.renewals
+        try:
+            return await self.tokens.renew_if_due(vpod, hpod)
+        except (ApiError, ReconcileError):
+            self.metrics.token_renewals.labels("failed").inc()
+            raise
+        finally:
+            if self.tokens.renewals > renewals:
+                self.metrics.token_renewals.labels("renewed").inc()
 
     def _reads_another_copy(self, vpod: Obj, hpod: Obj, desired: Obj, deps: list[Dependency]) -> str:
         """How host pod `hpod` of synced pod `vpod` reads a host object that is now the copy of another virtual

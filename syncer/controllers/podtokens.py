@@ -126,7 +126,14 @@ class ServiceAccountTokens:
         except ApiError as e:
             if not e.already_exists:
                 raise
-            await self._write_secret(meta["namespace"], meta["name"], data)  # an earlier try's
+            # an earlier try's, or the token Secret of an earlier host pod of the same name, which may still name
+            # that pod as its owner: the garbage collector would delete it under the new pod (its uid-guarded
+            # delete). As vcluster's SATokenSecret (token/sa_token_secret.go), it is deleted and created anew.
+            if not await self._delete_if_ours(meta["namespace"], meta["name"]):
+                raise TokenSecretTaken(f"host secret {self.host_namespace}/{name} is not the token secret of pod "
+                                       f'{meta["namespace"]}/{meta["name"]} (another object holds its name); its '
+                                       "tokens are not written there") from e
+            await self.host.create(SECRETS, secret, self.host_namespace)
         return name
 
     def _ours(self, namespace: str, name: str) -> list[Obj]:
@@ -253,18 +260,32 @@ class ServiceAccountTokens:
         if not self.use_secrets or self.host_secrets is None or \
                 self.host_secrets.get(f"{self.host_namespace}/{secret}") is None:
             return
+        if await self._delete_if_ours(namespace, name):
+            log.info("deleted token secret %s/%s: virtual pod %s/%s is gone", self.host_namespace, secret,
+                     namespace, name)
+        else:
+            log.info("left host secret %s/%s alone: it is not the token secret of virtual pod %s/%s",
+                     self.host_namespace, secret, namespace, name)
+
+    async def _delete_if_ours(self, namespace: str, name: str) -> bool:
+        """Delete the token Secret of virtual pod `namespace/name` when it is the one written for that pod (its
+        metadata, read without its data, carries this vcluster's label and the pod's object annotations), guarded
+        by its uid. Returns False when another object holds the name (left alone), True otherwise (deleted, or
+        gone already).
+
+        Raises:
+            ApiError: the read or the delete failed (not a 404).
+        """
+        secret = self.secret_name(namespace, name)
         try:
             meta = (await self.host.get(SECRETS, secret, self.host_namespace, metadata_only=True)).get("metadata")
             meta = meta if isinstance(meta, dict) else {}
             labels, ann = meta.get("labels") or {}, meta.get("annotations") or {}
             if labels.get(translate.MANAGED_BY) != self.vcluster_name or ann.get(translate.OBJECT_NAME) != name or \
                     ann.get(translate.OBJECT_NAMESPACE) != namespace:
-                log.info("left host secret %s/%s alone: it is not the token secret of virtual pod %s/%s",
-                         self.host_namespace, secret, namespace, name)
-                return
+                return False
             await self.host.delete(SECRETS, secret, self.host_namespace, uid=meta.get("uid"))
-            log.info("deleted token secret %s/%s: virtual pod %s/%s is gone", self.host_namespace, secret,
-                     namespace, name)
         except ApiError as e:
             if not e.not_found:
                 raise
+        return True
