@@ -108,12 +108,14 @@ def test_status_is_copied_field_by_field_and_removed_fields_are_nulled() -> None
     assert status_update({"status": {"phase": "Running"}}, {"status": {"phase": "Running"}}) is None
     assert status_update({}, {}) is None
     # every field of Kubernetes 1.34's core/v1 PodStatus but qosClass (k8s.io/api core/v1 types.go)
-    every = {"observedGeneration": 3, "phase": "p", "conditions": [], "message": "m", "reason": "r",
-             "nominatedNodeName": "n", "hostIP": "h", "hostIPs": [], "podIP": "i", "podIPs": [], "startTime": "t",
-             "initContainerStatuses": [], "containerStatuses": [], "ephemeralContainerStatuses": [],
-             "resize": "InProgress", "resourceClaimStatuses": [],
+    every = {"observedGeneration": 3, "phase": "p", "conditions": [{"type": "Ready"}], "message": "m", "reason": "r",
+             "nominatedNodeName": "n", "hostIP": "h", "hostIPs": [{"ip": "h"}], "podIP": "i", "podIPs": [{"ip": "i"}],
+             "startTime": "t", "initContainerStatuses": [{"name": "i"}], "containerStatuses": [{"name": "c"}],
+             "ephemeralContainerStatuses": [{"name": "e"}], "resize": "InProgress",
+             "resourceClaimStatuses": [{"name": "r"}],
              "extendedResourceClaimStatus": {"requestMappings": [], "resourceClaimName": "c"}}
-    assert status_update({"status": {**every, "qosClass": "Guaranteed"}}, {}) == {"status": every}
+    vspec = {"spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "c"}]}}
+    assert status_update({"status": {**every, "qosClass": "Guaranteed"}}, vspec) == {"status": every}
 
 
 @pytest.mark.parametrize(("annotations", "key"), [

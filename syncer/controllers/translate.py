@@ -378,8 +378,18 @@ def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
         hs["conditions"] = [c for c in hs.get("conditions") or [] if isinstance(c, dict)
                             and c.get("type") not in gates] + own or None
     fields = sorted((set(hs) | set(vs)) - set(VIRTUAL_STATUS_FIELDS))
-    patch = {f: hs.get(f) for f in fields if hs.get(f) != vs.get(f)}
+    patch = {f: _stored(hs.get(f)) for f in fields if _stored(hs.get(f)) != _stored(vs.get(f))}
     return {"status": patch} if patch else None
+
+
+def _stored(value: Any) -> Any:
+    """A status field as the API server stores it: the Go types' `omitempty` drops an empty list, map or string and
+    a zero number (None here), so `[]` and absent are the same field, as vcluster's `CalculateMergePatch` sees them
+    (an `initContainerStatuses` left empty by hiding a host webhook's init container was written on every
+    reconcile, and never stored)."""
+    if value is None or isinstance(value, bool):
+        return value
+    return None if value in ([], {}, "", 0) else value
 
 
 def version_guarded(vpod: Obj) -> bool:
