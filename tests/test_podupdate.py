@@ -238,6 +238,10 @@ def test_resize_only_the_cpu_and_memory_the_virtual_pod_sets() -> None:
         {"op": "test", "path": "/spec/containers/0/name", "value": "app"},
         {"op": "add", "path": "/spec/containers/0/resources", "value": {
             "requests": {"cpu": "200m", "ephemeral-storage": "1Gi"}, "limits": {"memory": "128Mi"}}}]
+    # a container's DRA claims (resources.claims, a list) stay: the resize may change cpu and memory only
+    # (kubernetes pkg/apis/core/validation ValidatePodResize), and vcluster sends the whole resources
+    host["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    assert resize_ops(host, plan.resize)[1]["value"]["claims"] == [{"name": "gpu"}]
 
 
 def test_readiness_gate_conditions_go_to_the_host_and_stay_on_the_virtual_pod() -> None:
@@ -339,6 +343,25 @@ def test_an_enforced_toleration_with_an_empty_value_is_not_added_again() -> None
         host["spec"]["tolerations"] = [stored, {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
                                                "effect": "NoExecute", "tolerationSeconds": 300}]
         assert plan_update(desired, host, v, vcluster_name=VC).host_ops == []
+
+
+def test_a_toleration_of_zero_seconds_is_not_one_of_for_ever() -> None:
+    # tolerationSeconds is a pointer (k8s.io/api core/v1 Toleration): 0 evicts at once, absent tolerates for ever
+    # (the taint manager's getMinTolerationTime); apiequality.Semantic.DeepEqual tells them apart, so an enforced
+    # `key:NoExecute` is added beside a tenant's 0-second one, and a change between them reaches the host pod
+    opts = PodOptions.from_config(parse_config({"sync": {"toHost": {"pods": {
+        "enforceTolerations": ["evict:NoExecute"]}}}}))
+    zero = {"key": "evict", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 0}
+    v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}], "tolerations": [zero]})
+    desired = host_pod(v, vcluster_name=VC, host_namespace="vc-ns", options=opts)
+    assert desired["spec"]["tolerations"] == [zero, {"key": "evict", "operator": "Exists", "effect": "NoExecute"}]
+    forever = {"key": "gpu", "operator": "Exists", "effect": "NoExecute"}
+    v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}], "tolerations": [forever]})
+    host = host_pod(v, vcluster_name=VC, host_namespace="vc-ns")
+    v["spec"]["tolerations"] = [{**forever, "tolerationSeconds": 0}]  # Kubernetes lets a pod change it
+    desired = host_pod(v, vcluster_name=VC, host_namespace="vc-ns")
+    ops = [op for op in plan_update(desired, host, v, vcluster_name=VC).host_ops if op["path"] == "/spec/tolerations"]
+    assert ops and {**forever, "tolerationSeconds": 0} in ops[-1]["value"]
 
 
 def test_pod_level_resources_are_kept_whatever_the_host_version() -> None:

@@ -221,7 +221,10 @@ def resize_ops(host: Obj, resize: Sequence[Obj]) -> list[Obj]:
     for i, c in enumerate((host.get("spec") or {}).get("containers") or []):
         if not isinstance(c, dict) or c.get("name") not in want:
             continue
-        resources = {k: dict(v) for k, v in (c.get("resources") or {}).items() if isinstance(v, dict)}
+        # the host container's resources as they are (`claims`, a list of DRA claims, included: the resize may
+        # change cpu and memory only, and a resources object without its claims would be refused), the new values
+        # over them
+        resources = {k: dict(v) if isinstance(v, dict) else v for k, v in (c.get("resources") or {}).items()}
         for kind, values in want[c["name"]].items():
             resources.setdefault(kind, {}).update(values)
         ops.append({"op": "test", "path": f"/spec/containers/{i}/name", "value": c["name"]})

@@ -31,10 +31,13 @@ MAX_USER_PRIORITY = 1_000_000_000  # scheduling.HighestUserDefinablePriority
 
 
 def same_toleration(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Toleration equality as `apiequality.Semantic.DeepEqual` sees it (absent == empty): a toleration read back
-    from an API server has no `value` where the configured one has `""` (the field is `omitempty`)."""
+    """Toleration equality as `apiequality.Semantic.DeepEqual` sees it: a string field absent == empty (a toleration
+    read back from an API server has no `value` where the configured one has `""`: the field is `omitempty`), but
+    `tolerationSeconds` is a pointer, so 0 ("evict at once" to the taint manager's `getMinTolerationTime`) is not
+    absent ("tolerate for ever")."""
     keys = set(a) | set(b)
-    return all((a.get(k) or None) == (b.get(k) or None) for k in keys)
+    return all(a.get(k) == b.get(k) if k == "tolerationSeconds" else (a.get(k) or None) == (b.get(k) or None)
+               for k in keys)
 
 
 def add_tolerations(tolerations: Sequence[Any], extra: Sequence[Obj]) -> list[Any]:
