@@ -223,6 +223,31 @@ async def test_a_readiness_gate_set_in_the_virtual_cluster_makes_the_pod_ready(
     assert condition(vstored(clusters, "web"), "example.com/lb")["status"] == "True"
 
 
+async def test_a_refused_debug_container_does_not_hold_back_the_readiness_gate(clusters: Clusters) -> None:
+    # The host namespace enforces Pod Security baseline, which refuses a privileged debug container; the pod keeps
+    # it for good (ephemeral containers cannot be removed), so that write is refused on every reconcile. The gate's
+    # condition a controller in the virtual cluster sets must still reach the host pod, or it is never Ready.
+    await clusters.host.patch(NAMESPACES, HOST_NS, {"metadata": {"labels": {
+        "pod-security.kubernetes.io/enforce": "baseline"}}})
+    async with running_syncer(clusters, rc_config()), kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": "example.com/lb"}]),
+                                      "default")
+        await virtual_pod(clusters, "web", running, "web Running")
+        debug = {"name": "debugger", "image": "busybox:1.36", "securityContext": {"privileged": True}}
+        await clusters.virtual.patch(PODS, "web", [{"op": "add", "path": "/spec/ephemeralContainers", "value": [
+            debug]}], "default", patch_type="json", subresource="ephemeralcontainers")
+        await eventually(lambda: any(e["reason"] == "SyncError" for e in clusters.virtual_server.storage.objects(
+            EVENTS).values()), "the debug container refused (SyncError)")
+        vp = vstored(clusters, "web")
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
+            *vp["status"]["conditions"], {"type": "example.com/lb", "status": "True"}]}}, "default",
+            subresource="status")
+        await eventually(lambda: condition(host(clusters, "web"), "example.com/lb").get("status") == "True",
+                         "the gate's condition on the host pod", timeout=5)
+        await eventually(lambda: condition(vstored(clusters, "web"), "Ready").get("status") == "True",
+                         "web Ready", timeout=5)
+
+
 async def test_rapid_changes_wait_for_the_echo_of_the_syncers_own_update(
         clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
     # A tenant relabels a pod 30 times in a row. A reconcile that comes before the watch event of the syncer's own

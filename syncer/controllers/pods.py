@@ -937,10 +937,15 @@ class PodReconciler:
     async def _apply_update(self, vpod: Obj, hpod: Obj, plan: podupdate.PodUpdate,
                             decision: gate.GateDecision) -> None:
         """Carry out `plan`: the virtual pod's metadata first (so that a failure between the two writes leaves
-        the base on the host older, never newer, than the virtual pod), then the host writes."""
+        the base on the host older, never newer, than the virtual pod), then the host writes, each tried whatever
+        became of the one before: a lasting refusal of one (a debug container the host's Pod Security refuses,
+        which the pod keeps for good; a toleration a host admission refuses) must not stop the others for good (the
+        readiness-gate conditions a virtual controller sets, a resize). The first failure is raised once all were
+        tried (retried with backoff; a refusal was reported as a SyncError)."""
         meta, hname = vpod["metadata"], hpod["metadata"]["name"]
         huid = hpod["metadata"].get("uid")  # only the host pod the cache holds: not another put under its name since
         what: list[str] = []
+        failed: list[ApiError | ReconcileError] = []
         if plan.virtual_metadata is not None:
             await self.virtual.patch(PODS, meta["name"], plan.virtual_metadata, meta["namespace"])
             log.info("updated virtual pod %s/%s from host pod %s/%s: %s changed on the host", meta["namespace"],
@@ -948,38 +953,52 @@ class PodReconciler:
                          f"metadata.{k}" for k in plan.virtual_metadata["metadata"] if k != "resourceVersion"))
         if plan.host_ops:
             ops = plan.host_ops
-            done = await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace,
-                                                                   patch_type="json", uid=huid),
-                                     written=(hname, huid, ops))
-            self._wait_for_echo(vpod, hpod, done)
-            what += [_changed_field(str(op.get("path"))) for op in ops if op.get("op") != "test"]
+            try:
+                done = await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace,
+                                                                       patch_type="json", uid=huid),
+                                         written=(hname, huid, ops))
+                self._wait_for_echo(vpod, hpod, done)
+                what += [_changed_field(str(op.get("path"))) for op in ops if op.get("op") != "test"]
+            except (ApiError, ReconcileError) as e:
+                failed.append(e)
         if plan.ephemeral:
             have = bool(hpod["spec"].get("ephemeralContainers"))
             eph = ([{"op": "add", "path": "/spec/ephemeralContainers/-", "value": c} for c in plan.ephemeral] if have
                    else [{"op": "add", "path": "/spec/ephemeralContainers", "value": plan.ephemeral}])
-            if (added := await self._write_subresource(vpod, hname, huid, "ephemeralcontainers", eph)) is not None:
-                self._wait_for_echo(vpod, hpod, added)
-                what += [f"ephemeral container {c.get('name')}" for c in plan.ephemeral]
+            try:
+                if (added := await self._write_subresource(vpod, hname, huid, "ephemeralcontainers", eph)) is not None:
+                    self._wait_for_echo(vpod, hpod, added)
+                    what += [f"ephemeral container {c.get('name')}" for c in plan.ephemeral]
+            except (ApiError, ReconcileError) as e:
+                failed.append(e)
         resize = podupdate.resize_ops(hpod, plan.resize)
-        if resize and (resized := await self._write_subresource(vpod, hname, huid, "resize", resize)) is not None:
-            self._wait_for_echo(vpod, hpod, resized)
-            what += [f"resources of container {c['name']}" for c in plan.resize]
+        try:
+            if resize and (resized := await self._write_subresource(vpod, hname, huid, "resize", resize)) is not None:
+                self._wait_for_echo(vpod, hpod, resized)
+                what += [f"resources of container {c['name']}" for c in plan.resize]
+        except (ApiError, ReconcileError) as e:
+            failed.append(e)
         if plan.host_condition_ops:
             # not through _write: a refusal of the status is not the tenant's to fix; a `test` that no longer holds
             # (the kubelet wrote the conditions since the cache saw them) is retried from the fresh cache
             cops = plan.host_condition_ops
             try:
-                gated = await self.host.patch(PODS, hname, cops, self.host_namespace, patch_type="json",
-                                              subresource="status", uid=huid)
-            except ApiError as e:
-                await self._raise_if_behind(e, self.host, self.host_namespace, hname, huid, cops)
-                raise
-            self._wait_for_echo(vpod, hpod, gated)
-            what.append("readiness-gate conditions")
+                try:
+                    gated = await self.host.patch(PODS, hname, cops, self.host_namespace, patch_type="json",
+                                                  subresource="status", uid=huid)
+                except ApiError as e:
+                    await self._raise_if_behind(e, self.host, self.host_namespace, hname, huid, cops)
+                    raise
+                self._wait_for_echo(vpod, hpod, gated)
+                what.append("readiness-gate conditions")
+            except (ApiError, ReconcileError) as e:
+                failed.append(e)
         if what:
             self.metrics.pods_synced.labels(self._synced_label(hpod)).inc()
             log.info("updated host pod %s/%s from virtual pod %s/%s: %s changed", self.host_namespace, hname,
                      meta["namespace"], meta["name"], ", ".join(dict.fromkeys(what)))
+        if failed:
+            raise failed[0]
 
     def _wait_for_echo(self, vpod: Obj, hpod: Obj, written: Obj) -> None:
         """After a write to host pod `hpod` (as the cache held it) that the server answered with `written`: until
