@@ -34,7 +34,7 @@ from aiohttp import web
 
 from kubesim import admission, features, fielderrors, openapi, tokens, validation
 from kubesim.faults import FaultInjector
-from kubesim.status import StatusError, already_exists, conflict, invalid, not_found
+from kubesim.status import StatusError, already_exists, conflict, invalid, kind_conflict, not_found
 from kubesim.storage import Change, Expired, Obj, Storage, Watcher
 from kubesim.tables import to_table
 from syncer.config.selector import SelectorError
@@ -913,13 +913,7 @@ class EmbeddedAPIServer:
         old = self._get(res, ns, name)
         opts = await self._body(request) or {}
         pre = (opts.get("preconditions") or {}) if isinstance(opts, dict) else {}
-        if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
-            raise conflict(res, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
-                                      f"meta: {old['metadata']['uid']}")
-        if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"]["resourceVersion"]:
-            raise conflict(res, name, f"Precondition failed: ResourceVersion in precondition: "
-                                      f"{pre['resourceVersion']}, ResourceVersion in object meta: "
-                                      f"{old['metadata']['resourceVersion']}")
+        self._check_delete_preconditions(res, old, pre)
         grace = opts.get("gracePeriodSeconds") if isinstance(opts, dict) else None
         if grace is None and request.query.get("gracePeriodSeconds", "").isdigit():
             grace = int(request.query["gracePeriodSeconds"])
@@ -931,6 +925,32 @@ class EmbeddedAPIServer:
             if graceful is not None:
                 return _json_response(graceful)
         return _json_response(self._delete_obj(res, old))
+
+    @staticmethod
+    def _check_delete_preconditions(res: APIResource, old: Obj, pre: Obj) -> None:
+        """A delete's `preconditions` as the registry checks them before anything else: the namespace registry's
+        own `Delete` (pkg/registry/core/namespace/storage/storage.go: `Precondition failed: ...`, on `namespaces`),
+        every other resource's `Store.Delete` through `rest.BeforeDelete` (staging/src/k8s.io/apiserver/pkg/
+        registry/rest/delete.go: `the UID in the precondition (...) does not match ...`, on the kind). The storage's
+        own check (`Precondition failed: UID in precondition`) comes later and is reached only in a race."""
+        name, meta = old["metadata"]["name"], old["metadata"]
+        if res == NAMESPACES:
+            if pre.get("uid") and pre["uid"] != meta["uid"]:
+                raise conflict(res, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
+                                          f"meta: {meta['uid']}")
+            if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
+                raise conflict(res, name, f"Precondition failed: ResourceVersion in precondition: "
+                                          f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                                          f"{meta['resourceVersion']}")
+            return
+        if pre.get("uid") is not None and pre["uid"] != meta["uid"]:
+            raise kind_conflict(res, name, f"the UID in the precondition ({pre['uid']}) does not match the UID in "
+                                           f"record ({meta['uid']}). The object might have been deleted and then "
+                                           "recreated")
+        if pre.get("resourceVersion") is not None and pre["resourceVersion"] != meta["resourceVersion"]:
+            raise kind_conflict(res, name, f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does "
+                                           f"not match the ResourceVersion in record ({meta['resourceVersion']}). The "
+                                           "object might have been modified")
 
     def _delete_scheduled_pod(self, old: Obj, grace: int | None) -> Obj | None:
         """Graceful deletion of a pod bound to a node: it stays, with deletionTimestamp = now + grace, until

@@ -67,6 +67,17 @@ def conflict(res: APIResource, name: str, why: str) -> StatusError:
                        _details(res, name))
 
 
+def kind_conflict(res: APIResource, name: str, why: str) -> StatusError:
+    """`Operation cannot be fulfilled on <Kind>[.<group>] "<name>": <why>` (409 Conflict): `errors.NewConflict` given
+    `schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}`, the kind in the resource's place, as
+    `rest.BeforeDelete` (a delete's preconditions) and the TokenRequest REST (a bound object's uid) name it."""
+    qualified = f"{res.kind}.{res.group}" if res.group else res.kind
+    details: dict[str, Any] = {"name": name, "kind": res.kind}
+    if res.group:
+        details["group"] = res.group
+    return StatusError(409, f'Operation cannot be fulfilled on {qualified} "{name}": {why}', "Conflict", details)
+
+
 def invalid(res: APIResource | None, name: str, errors: list[FieldError], *, by_resource: bool = False) -> StatusError:
     """422 Invalid as `errors.NewInvalid` makes it: `<Kind>[.<group>] "<name>" is invalid: <error>`, or
     `[<error>, <error>]` for several (repeats dropped, as `ErrorList.ToAggregate`), with one

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from syncer.kube.client import ApiError, KubeClient, WatchEvent
-from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES
-from tests.conftest import Clusters, pod, rc
+from syncer.kube.resources import EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SECRETS
+from tests.conftest import HOST_NS, Clusters, pod, rc
 
 
 async def collect(client: KubeClient, res, rv: str, n: int, **kw) -> list[WatchEvent]:  # type: ignore[no-untyped-def]
@@ -93,11 +93,37 @@ async def test_finalizers_hold_deletion(clusters: Clusters) -> None:
 
 
 async def test_delete_preconditions(clusters: Clusters) -> None:
+    # staging/src/k8s.io/apiserver/pkg/registry/rest/delete.go BeforeDelete, which Store.Delete calls before the
+    # storage sees the preconditions: errors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind},
+    # ...) names the kind; the namespace registry (pkg/registry/core/namespace/storage/storage.go Delete) checks them
+    # itself, as the storage words them, on `namespaces`
     h = clusters.host
-    await h.create(RUNTIMECLASSES, rc("gvisor", "runsc"))
-    with pytest.raises(ApiError) as err:
-        await h.delete(RUNTIMECLASSES, "gvisor", uid="not-the-uid")
-    assert err.value.conflict and "Precondition failed" in err.value.message
+    created = [await h.create(RUNTIMECLASSES, rc("gvisor", "runsc")),
+               await h.create(PODS, pod("p", namespace=HOST_NS), HOST_NS),
+               await h.create(SECRETS, {"metadata": {"name": "s"}}, HOST_NS),
+               await h.get(NAMESPACES, HOST_NS)]
+    for res, obj, on in zip((RUNTIMECLASSES, PODS, SECRETS, NAMESPACES), created,
+                            ('RuntimeClass.node.k8s.io "gvisor"', 'Pod "p"', 'Secret "s"', f'namespaces "{HOST_NS}"'),
+                            strict=True):
+        meta = obj["metadata"]
+        ns = meta.get("namespace")
+        with pytest.raises(ApiError) as err:
+            await h.delete(res, meta["name"], ns, uid="not-the-uid")
+        why = (f"Precondition failed: UID in precondition: not-the-uid, UID in object meta: {meta['uid']}"
+               if res == NAMESPACES else f"the UID in the precondition (not-the-uid) does not match the UID in record "
+                                         f"({meta['uid']}). The object might have been deleted and then recreated")
+        assert (err.value.status, err.value.reason, err.value.message) == (
+            409, "Conflict", f"Operation cannot be fulfilled on {on}: {why}")
+        assert err.value.other_object
+        with pytest.raises(ApiError) as err:
+            await h.delete(res, meta["name"], ns, resource_version="1")
+        why = (f"Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: "
+               f"{meta['resourceVersion']}" if res == NAMESPACES else
+               f"the ResourceVersion in the precondition (1) does not match the ResourceVersion in record "
+               f"({meta['resourceVersion']}). The object might have been modified")
+        assert (err.value.status, err.value.message) == (409, f"Operation cannot be fulfilled on {on}: {why}")
+        assert not err.value.other_object
+        await h.get(res, meta["name"], ns)  # still there
 
 
 async def test_a_uid_in_a_write_is_a_precondition(clusters: Clusters) -> None:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from syncer.kube.client import proxy_for
+from syncer.kube.client import ApiError, proxy_for
 from syncer.kube.jsonutil import dumps_go
 
 
@@ -46,3 +46,25 @@ def test_json_patches_are_written_as_go_writes_json() -> None:
     value = {"a": "x&y<z>\u2028\u2029\u00e9\n\x01\"\\/"}
     assert dumps_go(value) == b'{"a":"x\\u0026y\\u003cz\\u003e\\u2028\\u2029\xc3\xa9\\n\\u0001\\"\\\\/"}'
     assert json.loads(dumps_go(value)) == value
+
+
+@pytest.mark.parametrize(("status", "message", "other"), [
+    # rest.BeforeDelete (k8s.io/apiserver pkg/registry/rest/delete.go): a delete's uid precondition, on the kind
+    (409, 'Operation cannot be fulfilled on Pod "p": the UID in the precondition (a) does not match the UID in record '
+          '(b). The object might have been deleted and then recreated', True),
+    # the storage's Preconditions.Check (k8s.io/apiserver pkg/storage/interfaces.go), through InterpretUpdateError
+    (409, 'Operation cannot be fulfilled on pods "p": StorageError: invalid object, Code: 4, Key: /registry/pods/ns/p, '
+          'ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: a, UID in object meta: b',
+     True),
+    # the namespace registry's own check (pkg/registry/core/namespace/storage/storage.go Delete)
+    (409, 'Operation cannot be fulfilled on namespaces "n": Precondition failed: UID in precondition: a, UID in object '
+          'meta: b', True),
+    (422, 'Pod "p" is invalid: metadata.uid: Invalid value: "a": field is immutable', True),
+    # a resourceVersion precondition: the same object, changed since
+    (409, 'Operation cannot be fulfilled on Pod "p": the ResourceVersion in the precondition (1) does not match the '
+          'ResourceVersion in record (2). The object might have been modified', False),
+    (409, 'Operation cannot be fulfilled on pods "p": the object has been modified; please apply your changes to the '
+          'latest version and try again', False),
+])
+def test_a_uid_refusal_is_told_from_other_conflicts(status: int, message: str, other: bool) -> None:
+    assert ApiError(status, "Conflict" if status == 409 else "Invalid", message).other_object is other

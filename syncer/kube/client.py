@@ -93,10 +93,13 @@ class ApiError(Exception):
 
     @property
     def other_object(self) -> bool:
-        """The write named a uid and the object of that name is another one now: a uid precondition failed (409,
-        the storage's `Precondition failed: UID in precondition`) or a patch would change metadata.uid (422,
-        `metadata.uid: ... field is immutable`). The object the caller meant is gone."""
-        return ((self.status == 409 and "Precondition failed: UID in precondition" in self.message)
+        """The write named a uid and the object of that name is another one now: a uid precondition failed (409:
+        the storage's `Precondition failed: UID in precondition` on a PUT or a Binding, also the namespace registry's
+        on a delete; on any other delete `rest.BeforeDelete`'s `the UID in the precondition (...) does not match the
+        UID in record (...)`) or a patch would change metadata.uid (422, `metadata.uid: ... field is immutable`).
+        The object the caller meant is gone."""
+        return ((self.status == 409 and ("Precondition failed: UID in precondition" in self.message
+                                         or "the UID in the precondition (" in self.message))
                 or (self.status == 422 and "metadata.uid" in self.message))
 
     @property
