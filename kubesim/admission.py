@@ -4,7 +4,8 @@ Only what the syncer's behaviour depends on, modelled on kube-apiserver:
 - RuntimeClass admission (KEP-585, plugin/pkg/admission/runtimeclass): on pod create, an unknown
   class is refused, `spec.overhead` is set from the class (a different one is refused), the class's
   `scheduling.nodeSelector` is merged into the pod's (a conflicting key is refused) and its tolerations
-  are appended without duplicates. Messages are the plugin's.
+  merged with the pod's as `tolerations.MergeTolerations` merges them (only the broader of two overlapping ones
+  kept). Messages are the plugin's.
 - Priority admission (plugin/pkg/admission/priority) on pod create: the class named (or the `globalDefault` one
   with the lowest value) gives `priority` and `preemptionPolicy`; an unknown class, or a `priority` or
   `preemptionPolicy` the pod sets that differs from the class's, is refused with the plugin's words. On
@@ -160,12 +161,55 @@ def admit_runtime_class(pod: Obj, get_runtime_class: Callable[[str], Obj | None]
         selector[key] = value
     if selector:
         spec["nodeSelector"] = selector
-    tolerations = list(spec.get("tolerations") or [])
-    for t in scheduling.get("tolerations") or []:
-        if t not in tolerations:
-            tolerations.append(t)
+    if "scheduling" not in rc or rc["scheduling"] is None:  # setScheduling: nothing to do without a scheduling
+        return
+    tolerations = merge_tolerations(list(spec.get("tolerations") or []), list(scheduling.get("tolerations") or []))
     if tolerations:
         spec["tolerations"] = tolerations
+    else:
+        spec.pop("tolerations", None)
+
+
+def _toleration(t: Any) -> tuple[str, str, str, str, Any]:
+    """A toleration's fields as the internal type holds them (a missing string is "", a missing
+    tolerationSeconds nil): what `apiequality.Semantic.DeepEqual` compares."""
+    d = t if isinstance(t, dict) else {}
+    return (d.get("key") or "", d.get("operator") or "", d.get("value") or "", d.get("effect") or "",
+            d.get("tolerationSeconds"))
+
+
+def _is_superset(ss: Any, t: Any) -> bool:
+    """pkg/util/tolerations/tolerations.go `isSuperset`: whether toleration `ss` tolerates a superset of what `t`
+    tolerates."""
+    s_key, s_op, s_value, s_effect, s_seconds = _toleration(ss)
+    t_key, t_op, t_value, t_effect, t_seconds = _toleration(t)
+    if _toleration(ss) == _toleration(t):
+        return True
+    if t_key != s_key and (s_key != "" or s_op != "Exists"):  # an empty key with Exists matches every key
+        return False
+    if t_effect != s_effect and s_effect != "":  # an empty effect matches every effect
+        return False
+    if s_effect == "NoExecute" and s_seconds is not None and (t_seconds is None or t_seconds > s_seconds):
+        return False
+    if s_op in ("Equal", ""):  # an empty operator means Equal (but only an explicit Equal in `t` matches it)
+        return t_op == "Equal" and t_value == s_value
+    return s_op == "Exists"  # an unknown operator: klog.Errorf and false
+
+
+def merge_tolerations(first: list[Any], second: list[Any]) -> list[Any]:
+    """pkg/util/tolerations/tolerations.go `MergeTolerations`, as the RuntimeClass plugin's `setScheduling` merges
+    the class's tolerations (`second`) into the pod's (`first`): of two tolerations where one tolerates a superset of
+    the other, only the broader is kept (of two equal ones, the first), so a pod's own toleration can be dropped for
+    a broader one of the class."""
+    every = [*first, *second]
+    merged: list[Any] = []
+    for i, t in enumerate(every):
+        if any(_is_superset(t2, t) for t2 in merged):
+            continue  # t is redundant
+        if any(_toleration(t) != _toleration(t2) and _is_superset(t2, t) for t2 in every[i + 1:]):
+            continue  # a later one is broader
+        merged.append(t)
+    return merged
 
 
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}

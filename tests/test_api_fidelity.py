@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kubesim import admission
 from kubesim.tokens import whoami
 from syncer.kube.client import ApiError
 from syncer.kube.resources import CONFIGMAPS, NAMESPACES, PODS, RUNTIMECLASSES, SECRETS, SERVICEACCOUNTS, SERVICES
@@ -459,3 +460,86 @@ async def test_an_ephemeral_container_is_refused_what_only_app_containers_may_ha
     assert (err.value.status, err.value.message) == (422, (
         'Pod "p" is invalid: [spec.ephemeralContainers[0].ports: Forbidden: cannot be set for an Ephemeral Container, '
         "spec.ephemeralContainers[0].volumeMounts[0].subPath: Forbidden: cannot be set for an Ephemeral Container]"))
+
+
+# pkg/util/tolerations/tolerations_test.go: the `tolerations` table, TestIsSuperset and TestMergeTolerations, which the
+# RuntimeClass plugin's setScheduling (plugin/pkg/admission/runtimeclass/admission.go) relies on
+TOLERATIONS: dict[str, Obj] = {
+    "all": {"operator": "Exists"},
+    "all-nosched": {"operator": "Exists", "effect": "NoSchedule"},
+    "all-noexec": {"operator": "Exists", "effect": "NoExecute"},
+    "foo": {"key": "foo", "operator": "Exists"},
+    "foo-bar": {"key": "foo", "operator": "Equal", "value": "bar"},
+    "foo-nosched": {"key": "foo", "operator": "Exists", "effect": "NoSchedule"},
+    "foo-bar-nosched": {"key": "foo", "operator": "Equal", "value": "bar", "effect": "NoSchedule"},
+    "foo-baz-nosched": {"key": "foo", "operator": "Equal", "value": "baz", "effect": "NoSchedule"},
+    "faz-nosched": {"key": "faz", "operator": "Exists", "effect": "NoSchedule"},
+    "faz-baz-nosched": {"key": "faz", "operator": "Equal", "value": "baz", "effect": "NoSchedule"},
+    "foo-prefnosched": {"key": "foo", "operator": "Exists", "effect": "PreferNoSchedule"},
+    "foo-noexec": {"key": "foo", "operator": "Exists", "effect": "NoExecute"},
+    "foo-bar-noexec": {"key": "foo", "operator": "Equal", "value": "bar", "effect": "NoExecute"},
+    "foo-noexec-10": {"key": "foo", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10},
+    "foo-noexec-0": {"key": "foo", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 0},
+    "foo-bar-noexec-10": {"key": "foo", "operator": "Equal", "value": "bar", "effect": "NoExecute",
+                          "tolerationSeconds": 10},
+}
+IS_SUPERSET = [  # (toleration, what it is a superset of besides itself); "foo-prenosched" is the Go table's own typo
+    ("all", ["all-nosched", "all-noexec", "foo", "foo-bar", "foo-nosched", "foo-bar-nosched", "foo-baz-nosched",
+             "faz-nosched", "faz-baz-nosched", "foo-prefnosched", "foo-noexec", "foo-bar-noexec", "foo-noexec-10",
+             "foo-noexec-0", "foo-bar-noexec-10"]),
+    ("all-nosched", ["foo-nosched", "foo-bar-nosched", "foo-baz-nosched", "faz-nosched", "faz-baz-nosched"]),
+    ("all-noexec", ["foo-noexec", "foo-bar-noexec", "foo-noexec-10", "foo-noexec-0", "foo-bar-noexec-10"]),
+    ("foo", ["foo-bar", "foo-nosched", "foo-bar-nosched", "foo-baz-nosched", "foo-prefnosched", "foo-noexec",
+             "foo-bar-noexec", "foo-noexec-10", "foo-noexec-0", "foo-bar-noexec-10"]),
+    ("foo-bar", ["foo-bar-nosched", "foo-bar-noexec", "foo-bar-noexec-10"]),
+    ("foo-nosched", ["foo-bar-nosched", "foo-baz-nosched"]),
+    ("foo-bar-nosched", []),
+    ("faz-nosched", ["faz-baz-nosched"]),
+    ("faz-baz-nosched", []),
+    ("foo-prenosched", []),
+    ("foo-noexec", ["foo-noexec", "foo-bar-noexec", "foo-noexec-10", "foo-noexec-0", "foo-bar-noexec-10"]),
+    ("foo-bar-noexec", ["foo-bar-noexec-10"]),
+    ("foo-noexec-10", ["foo-noexec-0", "foo-bar-noexec-10"]),
+    ("foo-noexec-0", []),
+    ("foo-bar-noexec-10", []),
+]
+MERGE = [  # (name, a, b, expected)
+    ("disjoint", ["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"], ["foo-prefnosched", "foo-baz-nosched"],
+     ["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10", "foo-prefnosched", "foo-baz-nosched"]),
+    ("duplicate", ["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
+     ["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"], ["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"]),
+    ("merge redundant", ["foo-bar-nosched", "foo-baz-nosched"], ["foo-nosched", "faz-baz-nosched"],
+     ["foo-nosched", "faz-baz-nosched"]),
+    ("merge all", ["foo-bar-nosched", "foo-baz-nosched", "foo-noexec-10"], ["all"], ["all"]),
+    ("merge into all", ["all"], ["foo-bar-nosched", "foo-baz-nosched", "foo-noexec-10"], ["all"]),
+]
+
+
+@pytest.mark.parametrize(("toleration", "supersets"), IS_SUPERSET, ids=[t for t, _ in IS_SUPERSET])
+def test_a_toleration_is_a_superset_as_kubernetes_decides(toleration: str, supersets: list[str]) -> None:
+    ss = TOLERATIONS.get(toleration, {})
+    for name, t in TOLERATIONS.items():
+        assert admission._is_superset(ss, t) is (name == toleration or name in supersets), name
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [m[1:] for m in MERGE], ids=[m[0] for m in MERGE])
+def test_tolerations_merge_as_kubernetes_merges_them(a: list[str], b: list[str], expected: list[str]) -> None:
+    assert admission.merge_tolerations([TOLERATIONS[n] for n in a], [TOLERATIONS[n] for n in b]) == [
+        TOLERATIONS[n] for n in expected]
+
+
+async def test_the_runtime_class_admission_keeps_the_broader_of_two_tolerations(clusters: Clusters) -> None:
+    # setScheduling (plugin/pkg/admission/runtimeclass/admission.go) merges with tolerations.MergeTolerations: the
+    # pod's own narrower toleration ("foo-bar-nosched") goes for the class's broader one ("foo-nosched"), and the
+    # class's narrower "foo-bar-noexec-10" for the pod's "foo"; DefaultTolerationSeconds' two are the pod's by then
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", scheduling={"tolerations": [
+        TOLERATIONS["foo-nosched"], TOLERATIONS["foo-bar-noexec-10"]]}))
+    p = pod("p", "gvisor", tolerations=[TOLERATIONS["foo-bar-nosched"], TOLERATIONS["faz-baz-nosched"]])
+    created = await clusters.host.create(PODS, p, NS)
+    dts = [{"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+           for k in ("not-ready", "unreachable")]
+    assert created["spec"]["tolerations"] == [TOLERATIONS["faz-baz-nosched"], *dts, TOLERATIONS["foo-nosched"],
+                                              TOLERATIONS["foo-bar-noexec-10"]]
+    p = pod("q", "gvisor", tolerations=[TOLERATIONS["foo"]])
+    created = await clusters.host.create(PODS, p, NS)
+    assert created["spec"]["tolerations"] == [TOLERATIONS["foo"], *dts]
