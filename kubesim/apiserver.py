@@ -34,7 +34,7 @@ from aiohttp import web
 
 from kubesim import admission, features, fielderrors, openapi, tokens, validation
 from kubesim.faults import FaultInjector
-from kubesim.status import StatusError, already_exists, conflict, invalid, kind_conflict, not_found
+from kubesim.status import StatusError, already_exists, conflict, invalid, kind_conflict, not_found, options_invalid
 from kubesim.storage import Change, Expired, Obj, Storage, Watcher
 from kubesim.tables import to_table
 from syncer.config.selector import SelectorError
@@ -175,6 +175,16 @@ def _json_response(data: Any, *, status: int = 200, headers: Any = None) -> web.
 
 def _truthy(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
+
+
+def _dry_run(values: Any, kind: str) -> bool:
+    """Whether a write is a dry run (`dryRun=All`), its values checked as the handlers check every write's options
+    (`ValidateDryRun`, k8s.io/apimachinery pkg/apis/meta/v1/validation/validation.go: only `All`): an unknown value
+    is 422 `<Kind>.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{...}: supported values: "All"`."""
+    given = [str(v) for v in values] if isinstance(values, list) else [] if values is None else [str(values)]
+    if any(v != "All" for v in given):
+        raise options_invalid(kind, [fielderrors.not_supported("dryRun", given, ["All"])])
+    return bool(given)
 
 
 class EmbeddedAPIServer:
@@ -370,6 +380,7 @@ class EmbeddedAPIServer:
 
     async def _token_request(self, request: web.Request, ns: str, name: str) -> web.Response:
         """`serviceaccounts/token` (TokenRequest), see tokens.py."""
+        _dry_run(request.query.getall("dryRun", []), "CreateOptions")
         body = await self._body(request)
         sa = self._get(SERVICEACCOUNTS, ns, name)
         req = body if isinstance(body, dict) else {}
@@ -687,9 +698,9 @@ class EmbeddedAPIServer:
                                           ["system:serviceaccounts", "system:authenticated"]
                                           if user.startswith("system:serviceaccount:")
                                           else ["system:masters", "system:authenticated"])}}}, status=201)
+        dry = _dry_run(request.query.getall("dryRun", []), "CreateOptions")
         obj = self._decodable(res, self._check_type(res, await self._body(request)))
-        return _json_response(self._create_obj(res, ns, obj, dry_run=bool(request.query.get("dryRun"))),
-                                 status=201)
+        return _json_response(self._create_obj(res, ns, obj, dry_run=dry), status=201)
 
     def _create_obj(self, res: APIResource, ns: str, obj: Obj, dry_run: bool = False) -> Obj:
         meta = obj["metadata"]
@@ -746,13 +757,15 @@ class EmbeddedAPIServer:
 
     async def _replace(self, request: web.Request, res: APIResource, ns: str, name: str,
                        sub: str | None) -> web.Response:
+        dry = _dry_run(request.query.getall("dryRun", []), "UpdateOptions")
         body = self._decodable(res, self._check_type(res, await self._body(request)))
         old = self._get(res, ns, name)
         if res in _CONDITIONAL_UPDATE_ONLY and not body["metadata"].get("resourceVersion"):
             # apiserver pkg/registry/generic/registry/store.go Update: the uint64 0 as %#v, the plural as the kind
             raise invalid(res, name, [fielderrors.invalid("metadata.resourceVersion", fielderrors.GoSyntax("0x0"),
                                                           "must be specified for an update")], by_resource=True)
-        return _json_response(self._update_obj(res, old, body, sub))
+        with self.storage.dry_run(dry):
+            return _json_response(self._update_obj(res, old, body, sub))
 
     def _update_obj(self, res: APIResource, old: Obj, body: Obj, sub: str | None, *, patched: bool = False) -> Obj:
         """Store `body` as the new state of `old` (PUT, or the result of a PATCH when `patched`). A uid in `body`
@@ -833,13 +846,14 @@ class EmbeddedAPIServer:
     async def _patch(self, request: web.Request, res: APIResource, ns: str, name: str,
                      sub: str | None) -> web.Response:
         ctype = request.content_type
+        dry = _dry_run(request.query.getall("dryRun", []), "PatchOptions")
         body = await self._body(request)
         old = self.storage.get(res, ns, name)
         if old is None:
             if ctype == "application/apply-patch+yaml":
                 obj = self._check_type(res, body)
                 obj["metadata"]["name"] = name
-                return _json_response(self._create_obj(res, ns, obj), status=201)
+                return _json_response(self._create_obj(res, ns, obj, dry_run=dry), status=201)
             raise not_found(res, name)
         if ctype == "application/json-patch+json":
             try:
@@ -866,13 +880,15 @@ class EmbeddedAPIServer:
             raise invalid(None, "", [fielderrors.invalid("patch", json.dumps(body), problem)])
         if patched["metadata"].get("resourceVersion") == old["metadata"]["resourceVersion"]:
             patched["metadata"].pop("resourceVersion")  # only a rv the patch itself names is a precondition
-        return _json_response(self._update_obj(res, old, patched, sub, patched=True))
+        with self.storage.dry_run(dry):
+            return _json_response(self._update_obj(res, old, patched, sub, patched=True))
 
     async def _bind(self, request: web.Request, ns: str, name: str) -> web.Response:
         """`pods/binding` as the pod registry's `BindingREST.Create`: the Binding must name the pod of the
         URL (400) and a target node (`ValidatePodBinding`); `spec.nodeName` is set once, with the
         PodScheduled condition; a bound pod or one being deleted is a 409 Conflict on `pods/binding`, and so is a
         Binding whose `metadata.uid` is not the pod's (a precondition)."""
+        dry = _dry_run(request.query.getall("dryRun", []), "CreateOptions")
         body = await self._body(request)
         if not isinstance(body, dict):
             raise StatusError(400, f"not a Binding object: {body!r}")
@@ -905,18 +921,29 @@ class EmbeddedAPIServer:
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         status["conditions"] = [*conditions, {"type": "PodScheduled", "status": "True",
                                               "lastTransitionTime": now_rfc3339()}]
-        self.storage.write(PODS, new, old)
+        with self.storage.dry_run(dry):
+            self.storage.write(PODS, new, old)
         return _json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                   "code": 201}, status=201)
 
     async def _delete(self, request: web.Request, res: APIResource, ns: str, name: str) -> web.Response:
+        body = await self._body(request)
+        # handlers/delete.go: the DeleteOptions are the body's when there is one, else the query's
+        if body:
+            opts: Obj = body if isinstance(body, dict) else {}
+        else:
+            opts = {"dryRun": request.query.getall("dryRun", [])}
+            if request.query.get("gracePeriodSeconds", "").lstrip("-").isdigit():
+                opts["gracePeriodSeconds"] = int(request.query["gracePeriodSeconds"])
+        dry = _dry_run(opts.get("dryRun"), "DeleteOptions")
         old = self._get(res, ns, name)
-        opts = await self._body(request) or {}
-        pre = (opts.get("preconditions") or {}) if isinstance(opts, dict) else {}
+        with self.storage.dry_run(dry):
+            return self._delete_request(res, old, opts)
+
+    def _delete_request(self, res: APIResource, old: Obj, opts: Obj) -> web.Response:
+        pre = opts.get("preconditions") or {}
         self._check_delete_preconditions(res, old, pre)
-        grace = opts.get("gracePeriodSeconds") if isinstance(opts, dict) else None
-        if grace is None and request.query.get("gracePeriodSeconds", "").isdigit():
-            grace = int(request.query["gracePeriodSeconds"])
+        grace = opts.get("gracePeriodSeconds")
         # The pod registry's CheckGracefulDelete: a pod that is not scheduled, or has finished
         # (Succeeded/Failed), is deleted at once whatever the grace period asked for.
         if res == PODS and (old.get("spec") or {}).get("nodeName") and \
@@ -1000,7 +1027,9 @@ class EmbeddedAPIServer:
 
     def _delete_collection(self, request: web.Request, res: APIResource, namespace: str | None) -> web.Response:
         matches = self._selectors(request)
-        gone = [self._delete_obj(res, o) for (ns, _), o in sorted(self.storage.objects(res).items())
-                if (namespace is None or ns == namespace) and matches(o)]
+        dry = _dry_run(request.query.getall("dryRun", []), "DeleteOptions")
+        with self.storage.dry_run(dry):
+            gone = [self._delete_obj(res, o) for (ns, _), o in sorted(self.storage.objects(res).items())
+                    if (namespace is None or ns == namespace) and matches(o)]
         return _json_response({"kind": f"{res.kind}List", "apiVersion": res.api_version,
                                   "metadata": {"resourceVersion": str(self.storage.rv)}, "items": gone})

@@ -97,6 +97,16 @@ def invalid(res: APIResource | None, name: str, errors: list[FieldError], *, by_
     return StatusError(422, f'{kind} "{name}" is invalid: {text}', "Invalid", details)
 
 
+def options_invalid(kind: str, errors: list[FieldError]) -> StatusError:
+    """422 for request options that do not validate, as the handlers make it (`errors.NewInvalid(schema.GroupKind{
+    Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)`): `<Kind>.meta.k8s.io "" is invalid: <error>`."""
+    unique = list(dict.fromkeys(str(e) for e in errors))
+    text = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+    return StatusError(422, f'{kind}.meta.k8s.io "" is invalid: {text}', "Invalid", {
+        "group": "meta.k8s.io", "kind": kind,
+        "causes": [{"reason": e.cause_type, "message": e.body(), "field": e.field} for e in errors]})
+
+
 def forbidden(res: APIResource, name: str, why: str) -> StatusError:
     """`<plural> "<name>" is forbidden: <why>` (403 Forbidden), as admission plugins report."""
     return StatusError(403, f'{res.qualified} "{name}" is forbidden: {why}', "Forbidden", _details(res, name))

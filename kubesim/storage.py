@@ -11,9 +11,10 @@ Semantics follow the Kubernetes API (etcd3 storage and the watch cache):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +77,18 @@ class Storage:
         self._compacted = 0  # every change with rv <= this one is gone from the history
         self._watchers: set[Watcher] = set()
         self.changed = asyncio.Event()  # set on every change; tests clear it and wait (no polling)
+        self._dry = False
+
+    @contextlib.contextmanager
+    def dry_run(self, enabled: bool = True) -> Iterator[None]:
+        """Within the block (when `enabled`), writes and removals persist nothing: no new resourceVersion, no watch
+        event; each returns what it would have stored (a write with the version it replaces), as etcd3's
+        `GuaranteedUpdate` and `Delete` do for a request with `dryRun=All`."""
+        before, self._dry = self._dry, self._dry or enabled
+        try:
+            yield
+        finally:
+            self._dry = before
 
     @property
     def compacted(self) -> int:
@@ -98,6 +111,11 @@ class Storage:
     def write(self, resource: APIResource, obj: Obj, old: Obj | None) -> Obj:
         """Store `obj` (ADDED when `old` is None, else MODIFIED) with a new resourceVersion and
         notify watches. Returns the stored object."""
+        if self._dry:
+            obj["metadata"]["resourceVersion"] = (old or {}).get("metadata", {}).get("resourceVersion", "")
+            if old is None:
+                obj["metadata"].pop("resourceVersion")
+            return obj
         rv = self.next_rv()
         obj["metadata"]["resourceVersion"] = str(rv)
         meta = obj["metadata"]
@@ -107,6 +125,8 @@ class Storage:
 
     def remove(self, resource: APIResource, obj: Obj) -> Obj:
         """Delete `obj` with a new resourceVersion and notify watches. Returns its last state."""
+        if self._dry:
+            return copy.deepcopy(obj)
         meta = obj["metadata"]
         self.objects(resource).pop((meta.get("namespace", ""), meta["name"]), None)
         last = copy.deepcopy(obj)

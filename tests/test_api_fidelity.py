@@ -543,3 +543,48 @@ async def test_the_runtime_class_admission_keeps_the_broader_of_two_tolerations(
     p = pod("q", "gvisor", tolerations=[TOLERATIONS["foo"]])
     created = await clusters.host.create(PODS, p, NS)
     assert created["spec"]["tolerations"] == [TOLERATIONS["foo"], *dts]
+
+
+async def test_a_dry_run_write_persists_nothing_and_an_unknown_dry_run_is_refused(clusters: Clusters) -> None:
+    # ValidateDryRun (k8s.io/apimachinery pkg/apis/meta/v1/validation/validation.go) through each handler's options
+    # check (apiserver pkg/endpoints/handlers: create.go, update.go, patch.go, delete.go: errors.NewInvalid(
+    # schema.GroupKind{Group: metav1.GroupName, Kind: "<Kind>Options"}, "", errs)); with dryRun=All the storage
+    # persists nothing; a DELETE's options are its body's when it has one (handlers/delete.go)
+    server = clusters.host_server
+    p = pod("p", automountServiceAccountToken=False)
+    p["metadata"]["finalizers"] = ["example.com/hold"]
+    created = await clusters.host.create(PODS, p, NS)
+    url = f"{server.url}/api/v1/namespaces/{NS}/pods/p"
+    put = {**created, "metadata": {**created["metadata"], "labels": {"a": "b"}}}
+    merge = {"data": b'{"metadata":{"labels":{"a":"b"}}}', "headers": {"Content-Type": "application/merge-patch+json"}}
+    async with aiohttp.ClientSession() as http:
+        for method, kind, kw in (("PUT", "UpdateOptions", {"json": put}),
+                                 ("PATCH", "PatchOptions", merge),
+                                 ("DELETE", "DeleteOptions", {}),
+                                 ("POST", "CreateOptions", {"json": pod("q")})):
+            where = url if method != "POST" else url.removesuffix("/p")
+            async with http.request(method, f"{where}?dryRun=x", **kw) as r:
+                status = await r.json()
+                assert (r.status, status["message"], status["details"]) == (422, (
+                    f'{kind}.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{{"x"}}: supported '
+                    'values: "All"'), {"group": "meta.k8s.io", "kind": kind, "causes": [
+                        {"reason": "FieldValueNotSupported", "message": 'Unsupported value: []string{"x"}: supported '
+                                                                        'values: "All"', "field": "dryRun"}]})
+            rv = server.storage.rv
+            async with http.request(method, f"{where}?dryRun=All", **kw) as r:
+                assert r.status in (200, 201), await r.text()
+                answer = await r.json()
+            assert server.storage.rv == rv  # nothing written: no resourceVersion taken, no watch event
+            if method in ("PUT", "PATCH"):
+                assert answer["metadata"]["labels"] == {"a": "b"}
+            if method == "DELETE":
+                assert answer["metadata"]["deletionTimestamp"]
+        async with http.delete(url, json={"dryRun": ["All"], "gracePeriodSeconds": 0}) as r:
+            assert r.status == 200
+        async with http.delete(f"{url}?dryRun=x", json={"gracePeriodSeconds": 0}) as r:
+            assert r.status == 200  # the body's options, not the query's: a real delete
+    stored = await clusters.host.get(PODS, "p", NS)
+    assert "labels" not in stored["metadata"] and stored["metadata"]["deletionTimestamp"]
+    with pytest.raises(ApiError) as err:
+        await clusters.host.get(PODS, "q", NS)
+    assert err.value.not_found
