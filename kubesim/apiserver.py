@@ -886,8 +886,8 @@ class EmbeddedAPIServer:
     async def _bind(self, request: web.Request, ns: str, name: str) -> web.Response:
         """`pods/binding` as the pod registry's `BindingREST.Create`: the Binding must name the pod of the
         URL (400) and a target node (`ValidatePodBinding`); `spec.nodeName` is set once, with the
-        PodScheduled condition; a bound pod or one being deleted is a 409 Conflict on `pods/binding`, and so is a
-        Binding whose `metadata.uid` is not the pod's (a precondition)."""
+        PodScheduled condition; a pod being deleted, bound already or with scheduling gates is a 409 Conflict on
+        `pods/binding`, and so is a Binding whose `metadata.uid` is not the pod's (a precondition)."""
         dry = _dry_run(request.query.getall("dryRun", []), "CreateOptions")
         body = await self._body(request)
         if not isinstance(body, dict):
@@ -912,6 +912,8 @@ class EmbeddedAPIServer:
             why = f"pod {name} is being deleted, cannot be assigned to a host"
         elif (old.get("spec") or {}).get("nodeName"):
             why = f'pod {name} is already assigned to node "{old["spec"]["nodeName"]}"'
+        elif (old.get("spec") or {}).get("schedulingGates"):  # a scheduling un-ready pod is not bound
+            why = f"pod {name} has non-empty .spec.schedulingGates"
         if why:
             raise StatusError(409, f'Operation cannot be fulfilled on pods/binding "{name}": {why}', "Conflict",
                               {"name": name, "kind": "pods/binding"})

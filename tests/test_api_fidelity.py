@@ -278,6 +278,22 @@ async def test_binding_sets_the_node_once(clusters: Clusters) -> None:
     assert (await clusters.host.get(PODS, "p", NS))["spec"]["nodeName"] == "node-1"
 
 
+async def test_a_pod_with_scheduling_gates_is_not_bound(clusters: Clusters) -> None:
+    # BindingREST.setPodNodeAndMetadata (pkg/registry/core/pod/storage/storage.go), "Reject binding to a scheduling
+    # un-ready Pod", through errors.NewConflict(api.Resource("pods/binding"), ...); the message as its
+    # TestEtcdCreateWithSchedulingGates expects it
+    await clusters.host.create(PODS, pod("foo", schedulingGates=[{"name": "foo"}, {"name": "bar"}]), NS)
+    with pytest.raises(ApiError) as err:
+        await clusters.host.bind("foo", NS, "node-1")
+    assert (err.value.status, err.value.reason, err.value.message) == (
+        409, "Conflict", 'Operation cannot be fulfilled on pods/binding "foo": pod foo has non-empty '
+                         '.spec.schedulingGates')
+    assert "nodeName" not in (await clusters.host.get(PODS, "foo", NS))["spec"]
+    await clusters.host.patch(PODS, "foo", {"spec": {"schedulingGates": None}}, NS)
+    await clusters.host.bind("foo", NS, "node-1")
+    assert (await clusters.host.get(PODS, "foo", NS))["spec"]["nodeName"] == "node-1"
+
+
 async def test_graceful_deletion_as_the_pod_registry(clusters: Clusters) -> None:
     await clusters.host.create(PODS, pod("unscheduled"), NS)
     await clusters.host.delete(PODS, "unscheduled", NS, grace_period_seconds=30)
