@@ -384,8 +384,10 @@ class EmbeddedAPIServer:
         body = await self._body(request)
         sa = self._get(SERVICEACCOUNTS, ns, name)
         req = body if isinstance(body, dict) else {}
-        pod = tokens.bound_pod(req, lambda n: self.storage.get(PODS, ns, n), ns)
-        return _json_response(self.tokens.issue(ns, sa, req, pod), status=201)
+        tokens.validate(req)
+        bound = tokens.bound_object(req, name, lambda n: self.storage.get(PODS, ns, n),
+                                    lambda n: self.storage.get(SECRETS, ns, n))
+        return _json_response(self.tokens.issue(ns, sa, req, bound), status=201)
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]

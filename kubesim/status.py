@@ -97,14 +97,21 @@ def invalid(res: APIResource | None, name: str, errors: list[FieldError], *, by_
     return StatusError(422, f'{kind} "{name}" is invalid: {text}', "Invalid", details)
 
 
+def kind_invalid(group: str, kind: str, name: str, errors: list[FieldError]) -> StatusError:
+    """422 Invalid as `errors.NewInvalid(schema.GroupKind{Group: group, Kind: kind}, name, errs)` makes it for a kind
+    that is no resource served here: `<Kind>.<group> "<name>" is invalid: <error>`."""
+    unique = list(dict.fromkeys(str(e) for e in errors))
+    text = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+    details: dict[str, Any] = {"name": name} if name else {}
+    details.update(group=group, kind=kind, causes=[
+        {"reason": e.cause_type, "message": e.body(), "field": e.field} for e in errors])
+    return StatusError(422, f'{kind}.{group} "{name}" is invalid: {text}', "Invalid", details)
+
+
 def options_invalid(kind: str, errors: list[FieldError]) -> StatusError:
     """422 for request options that do not validate, as the handlers make it (`errors.NewInvalid(schema.GroupKind{
     Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)`): `<Kind>.meta.k8s.io "" is invalid: <error>`."""
-    unique = list(dict.fromkeys(str(e) for e in errors))
-    text = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
-    return StatusError(422, f'{kind}.meta.k8s.io "" is invalid: {text}', "Invalid", {
-        "group": "meta.k8s.io", "kind": kind,
-        "causes": [{"reason": e.cause_type, "message": e.body(), "field": e.field} for e in errors]})
+    return kind_invalid("meta.k8s.io", kind, "", errors)
 
 
 def forbidden(res: APIResource, name: str, why: str) -> StatusError:

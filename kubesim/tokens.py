@@ -2,7 +2,8 @@
 
 As kube-apiserver's `serviceaccounts/token` subresource (pkg/registry/core/serviceaccount/storage/token.go)
 issues them: a signed JWT for `system:serviceaccount:<ns>:<name>` with the requested audiences (default the
-API server's), an expiry of at least 10 minutes, optionally bound to a pod whose uid must match. Tokens are
+API server's), an expiry of at least 10 minutes, optionally bound to a pod (run as that service account) or a
+Secret whose uid must match. Tokens are
 signed with HMAC-SHA256 under a key of the server's own (real servers use RSA keys; what matters here is that
 only this server's tokens verify). The server then accepts them as `Authorization: Bearer` and answers
 `selfsubjectreviews` with their user.
@@ -20,10 +21,10 @@ import uuid
 from typing import Any
 
 from kubesim import fielderrors
-from kubesim.status import StatusError, invalid
+from kubesim.status import StatusError, kind_conflict, kind_invalid, not_found
 from syncer.kube.client import KubeClient
 from syncer.kube.clock import now_rfc3339
-from syncer.kube.resources import SELFSUBJECTREVIEWS
+from syncer.kube.resources import PODS, SECRETS, SELFSUBJECTREVIEWS
 
 Obj = dict[str, Any]
 DEFAULT_AUDIENCES = ["https://kubernetes.default.svc.cluster.local"]
@@ -47,17 +48,11 @@ class TokenIssuer:
         self.max_expiration = max_expiration
         self._key = secrets.token_bytes(32)
 
-    def issue(self, namespace: str, sa: Obj, request: Obj, pod: Obj | None) -> Obj:
-        """Answer a TokenRequest for service account `sa` (the stored object); `pod` is the bound pod, if any.
-
-        Raises:
-            StatusError: 422 for an expiry under 10 minutes.
-        """
+    def issue(self, namespace: str, sa: Obj, request: Obj, bound: Obj | None) -> Obj:
+        """Answer a TokenRequest for service account `sa` (the stored object), checked already (`validate`,
+        `bound_object`); `bound` is the bound object (`{"pod": {name, uid}}` or `{"secret": ...}`), if any."""
         spec = request.get("spec") or {}
-        expiry = int(spec.get("expirationSeconds") or 3600)
-        if expiry < 600:
-            raise invalid(None, "", [fielderrors.invalid("spec.expirationSeconds", expiry,
-                                                         "may not specify a duration less than 10 minutes")])
+        expiry = expiration(request)
         if self.max_expiration and expiry > self.max_expiration:
             expiry = self.max_expiration
         now = int(time.time())
@@ -67,8 +62,8 @@ class TokenIssuer:
                        "jti": str(uuid.uuid4()),  # every token is unique (ServiceAccountTokenJTI, 1.29+)
                        "kubernetes.io": {"namespace": namespace,
                                          "serviceaccount": {"name": name, "uid": sa["metadata"].get("uid", "")}}}
-        if pod is not None:
-            claims["kubernetes.io"]["pod"] = {"name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
+        if bound is not None:
+            claims["kubernetes.io"].update(bound)
         head = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
         body = _b64(json.dumps(claims, separators=(",", ":")).encode())
         sig = _b64(hmac.new(self._key, f"{head}.{body}".encode(), hashlib.sha256).digest())
@@ -92,19 +87,60 @@ class TokenIssuer:
         return claims if claims.get("exp", 0) > time.time() else None
 
 
-def bound_pod(request: Obj, get_pod: Any, namespace: str) -> Obj | None:
-    """The pod a TokenRequest binds to (`spec.boundObjectRef` of kind Pod), checked as the token REST does:
-    it must exist and have the given uid. Raises StatusError 404/409."""
+def expiration(request: Obj) -> int:
+    """A TokenRequest's `spec.expirationSeconds`, 3600 when unset (`SetDefaults_TokenRequestSpec`)."""
+    value = (request.get("spec") or {}).get("expirationSeconds")
+    return 3600 if value is None else int(value)
+
+
+def validate(request: Obj) -> None:
+    """`ValidateTokenRequest` (pkg/apis/authentication/validation), as the TokenRequest REST calls it (pkg/registry/
+    core/serviceaccount/storage/token.go): 422 `TokenRequest.authentication.k8s.io "" is invalid: ...`."""
+    expiry = expiration(request)
+    errs = []
+    if expiry < 600:
+        errs.append(fielderrors.invalid("spec.expirationSeconds", expiry, "may not specify a duration less than 10 "
+                                                                          "minutes"))
+    if expiry > 1 << 32:
+        errs.append(fielderrors.invalid("spec.expirationSeconds", expiry, "may not specify a duration larger than "
+                                                                          "2^32 seconds"))
+    if errs:
+        raise kind_invalid("authentication.k8s.io", "TokenRequest", "", errs)
+
+
+def bound_object(request: Obj, service_account: str, get_pod: Any, get_secret: Any) -> Obj | None:
+    """The claim of the object a TokenRequest binds to (`spec.boundObjectRef`: `{"pod": {name, uid}}` or
+    `{"secret": ...}`), checked as the token REST (pkg/registry/core/serviceaccount/storage/token.go, `Create`)
+    does: the object must exist (404), a pod must run as the requested service account (400), a uid given must be
+    the object's (409, named on the kind), and any other kind is refused (400). Nodes are not served here, so a
+    Node is never found."""
     ref = (request.get("spec") or {}).get("boundObjectRef")
-    if not isinstance(ref, dict) or ref.get("kind") != "Pod":
+    if not isinstance(ref, dict):
         return None
-    pod: Obj | None = get_pod(ref.get("name", ""))
-    if pod is None:
-        raise StatusError(404, f'pods "{ref.get("name")}" not found', "NotFound")
-    if ref.get("uid") and ref["uid"] != pod["metadata"]["uid"]:
-        raise StatusError(409, f'the UID in the bound object reference ({ref["uid"]}) does not match the UID in '
-                               f'record. The object might have been deleted and then recreated', "Conflict")
-    return pod
+    api_version, kind, name = str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""), str(ref.get("name") or "")
+    group, _, version = api_version.rpartition("/")
+    if group == "" and kind == "Pod":
+        obj: Obj | None = get_pod(name)
+        if obj is None:
+            raise not_found(PODS, name)
+        if service_account != (obj.get("spec") or {}).get("serviceAccountName"):
+            raise StatusError(400, f'cannot bind token for serviceaccount "{service_account}" to pod running with '
+                                   "different serviceaccount name.")
+        res, claim = PODS, "pod"
+    elif group == "" and kind == "Secret":
+        obj = get_secret(name)
+        if obj is None:
+            raise not_found(SECRETS, name)
+        res, claim = SECRETS, "secret"
+    elif group == "" and kind == "Node":
+        raise StatusError(404, f'nodes "{name}" not found', "NotFound", {"name": name, "kind": "nodes"})
+    else:  # schema.GroupVersionKind.String()
+        raise StatusError(400, f"cannot bind token to object of type {group}/{version}, Kind={kind}")
+    uid = obj["metadata"]["uid"]
+    if ref.get("uid") and ref["uid"] != uid:
+        raise kind_conflict(res, name, f"the UID in the bound object reference ({ref['uid']}) does not match the UID "
+                                       "in record. The object might have been deleted and then recreated")
+    return {claim: {"name": name, "uid": uid}}
 
 
 def kube_api_access_volume(name: str) -> Obj:

@@ -402,6 +402,41 @@ async def test_token_requests_and_bearer_authentication(clusters: Clusters) -> N
     assert err.value.not_found
 
 
+async def test_a_token_request_is_refused_as_the_token_rest_refuses_it(clusters: Clusters) -> None:
+    # pkg/registry/core/serviceaccount/storage/token.go (TokenREST.Create): a pod bound to must run as the service
+    # account (400), a uid given must be the bound object's (errors.NewConflict on schema.GroupResource{Group:
+    # gvk.Group, Resource: gvk.Kind}); ValidateTokenRequest (pkg/apis/authentication/validation) through
+    # errors.NewInvalid(gvk.GroupKind(), "", errs); a kind other than Pod, Secret or Node is a 400 naming its
+    # schema.GroupVersionKind
+    await clusters.host.create(SERVICEACCOUNTS, {"metadata": {"name": "builder"}}, NS)
+    p = await clusters.host.create(PODS, pod("p", automountServiceAccountToken=False), NS)
+    s = await clusters.host.create(SECRETS, {"metadata": {"name": "s"}}, NS)
+    ref = {"kind": "Pod", "apiVersion": "v1", "name": "p"}
+    for sa, spec, status, message in (
+            ("builder", {"boundObjectRef": ref}, 400,
+             'cannot bind token for serviceaccount "builder" to pod running with different serviceaccount name.'),
+            ("default", {"boundObjectRef": {**ref, "uid": "other"}}, 409,
+             'Operation cannot be fulfilled on Pod "p": the UID in the bound object reference (other) does not match '
+             "the UID in record. The object might have been deleted and then recreated"),
+            ("default", {"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "s", "uid": "other"}}, 409,
+             'Operation cannot be fulfilled on Secret "s": the UID in the bound object reference (other) does not '
+             "match the UID in record. The object might have been deleted and then recreated"),
+            ("default", {"boundObjectRef": {"kind": "Deployment", "apiVersion": "apps/v1", "name": "d"}}, 400,
+             "cannot bind token to object of type apps/v1, Kind=Deployment"),
+            ("default", {"expirationSeconds": 599}, 422,
+             'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 599: may not '
+             "specify a duration less than 10 minutes")):
+        with pytest.raises(ApiError) as err:
+            await clusters.host.token_request(NS, sa, {"spec": spec})
+        assert (err.value.status, err.value.message) == (status, message)
+    answer = await clusters.host.token_request(NS, "default", {"spec": {"boundObjectRef": {
+        **ref, "uid": p["metadata"]["uid"]}}})
+    assert await whoami(clusters.host, answer["status"]["token"]) == "system:serviceaccount:default:default"
+    answer = await clusters.host.token_request(NS, "builder", {"spec": {"boundObjectRef": {
+        "kind": "Secret", "apiVersion": "v1", "name": "s", "uid": s["metadata"]["uid"]}}})
+    assert await whoami(clusters.host, answer["status"]["token"]) == "system:serviceaccount:default:builder"
+
+
 async def test_dependents_are_garbage_collected_with_their_owner(clusters: Clusters) -> None:
     owner = await clusters.host.create(PODS, pod("p", automountServiceAccountToken=False), NS)
     ref = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": owner["metadata"]["uid"]}
