@@ -18,6 +18,7 @@ import asyncio
 import base64
 import contextlib
 import copy
+import datetime as dt
 import ipaddress
 import json
 import logging
@@ -40,7 +41,7 @@ from kubesim.tables import to_table
 from syncer.config.selector import SelectorError
 from syncer.config.selector import parse as parse_label_selector
 from syncer.kube import jsonutil
-from syncer.kube.clock import now_rfc3339
+from syncer.kube.clock import now_rfc3339, rfc3339
 from syncer.kube.resources import (
     ALL_RESOURCES,
     CONFIGMAPS,
@@ -948,14 +949,7 @@ class EmbeddedAPIServer:
         pre = opts.get("preconditions") or {}
         self._check_delete_preconditions(res, old, pre)
         grace = opts.get("gracePeriodSeconds")
-        # The pod registry's CheckGracefulDelete: a pod that is not scheduled, or has finished
-        # (Succeeded/Failed), is deleted at once whatever the grace period asked for.
-        if res == PODS and (old.get("spec") or {}).get("nodeName") and \
-                (old.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            graceful = self._delete_scheduled_pod(old, grace)
-            if graceful is not None:
-                return _json_response(graceful)
-        return _json_response(self._delete_obj(res, old))
+        return _json_response(self._delete_obj(res, old, grace if isinstance(grace, int) else None))
 
     @staticmethod
     def _check_delete_preconditions(res: APIResource, old: Obj, pre: Obj) -> None:
@@ -983,31 +977,65 @@ class EmbeddedAPIServer:
                                            f"not match the ResourceVersion in record ({meta['resourceVersion']}). The "
                                            "object might have been modified")
 
-    def _delete_scheduled_pod(self, old: Obj, grace: int | None) -> Obj | None:
-        """Graceful deletion of a pod bound to a node: it stays, with deletionTimestamp = now + grace, until
-        the kubelet deletes it with grace 0. Returns None when it should go at once (grace 0)."""
-        if grace is None:
-            grace = int((old.get("spec") or {}).get("terminationGracePeriodSeconds") or 30)
-        if grace <= 0:
-            return None
+    def _delete_pod(self, old: Obj, grace: int | None) -> Obj:
+        """A pod's deletion as the pod registry's `Store.Delete` does it with `rest.BeforeDelete` (staging/src/
+        k8s.io/apiserver/pkg/registry/rest/delete.go) and the pod strategy's `CheckGracefulDelete`: the first delete
+        sets deletionTimestamp = now + the grace period (the one asked for, else the pod's
+        terminationGracePeriodSeconds; 0 for a pod not scheduled or finished) and bumps the generation; a later one
+        may only shorten the period (deletionTimestamp moves back by the difference). The pod stays while the
+        period is above 0 or finalizers remain, and goes once both are spent (its last finalizer's removal deletes
+        a pod whose period is 0)."""
         meta = old["metadata"]
-        if meta.get("deletionTimestamp") and int(meta.get("deletionGracePeriodSeconds") or 0) <= grace:
-            return old
-        new = copy.deepcopy(old)
-        new["metadata"]["deletionTimestamp"] = now_rfc3339(grace)
-        new["metadata"]["deletionGracePeriodSeconds"] = grace
-        return self.storage.write(PODS, new, old)
-
-    def _delete_obj(self, res: APIResource, old: Obj) -> Obj:
-        if old["metadata"].get("finalizers") and res != NAMESPACES:
-            if old["metadata"].get("deletionTimestamp"):
-                return old
+        if grace is not None and grace < 0:
+            grace = 1  # negative values are treated as 1 s on the delete path
+        if meta.get("deletionTimestamp"):
+            current = int(meta.get("deletionGracePeriodSeconds") or 0)
+            if current <= 0:  # graceful deletion is over: not graceful (markAsDeleting, or deleted now)
+                return self._delete_now(PODS, old)
+            if grace is None or grace >= current:
+                return old  # graceful deletion pending: only a shorter period may be asked for
             new = copy.deepcopy(old)
-            new["metadata"]["deletionTimestamp"] = now_rfc3339()
+            when = dt.datetime.strptime(meta["deletionTimestamp"], "%Y-%m-%dT%H:%M:%S%z")
+            new["metadata"]["deletionTimestamp"] = rfc3339(when + dt.timedelta(seconds=grace - current))
+        else:
+            spec, status = old.get("spec") or {}, old.get("status") or {}
+            period = grace if grace is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
+            if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+                period = 0  # not scheduled, or finished: nothing left to stop
+            grace = 1 if period < 0 else period
+            new = copy.deepcopy(old)
+            new["metadata"]["deletionTimestamp"] = now_rfc3339(grace)
+            if int(meta.get("generation") or 0) > 0:
+                new["metadata"]["generation"] = int(meta["generation"]) + 1
+        new["metadata"]["deletionGracePeriodSeconds"] = grace
+        if grace > 0 or new["metadata"].get("finalizers"):
+            return self.storage.write(PODS, new, old)
+        return self._delete_now(PODS, old)
+
+    def _delete_obj(self, res: APIResource, old: Obj, grace: int | None = None) -> Obj:
+        """Delete `old` as its registry does: a pod gracefully (`_delete_pod`), a namespace by its lifecycle,
+        anything else at once unless finalizers hold it."""
+        if res == PODS:
+            return self._delete_pod(old, grace)
+        return self._delete_now(res, old)
+
+    def _delete_now(self, res: APIResource, old: Obj) -> Obj:
+        """A deletion without a grace period: with finalizers, `markAsDeleting` (deletionTimestamp now unless set
+        earlier, deletionGracePeriodSeconds 0, the generation bumped the first time); without, the object goes."""
+        meta = old["metadata"]
+        if meta.get("finalizers") and res != NAMESPACES:
+            new = copy.deepcopy(old)
+            now = now_rfc3339()
+            if not meta.get("deletionTimestamp"):
+                if int(meta.get("generation") or 0) > 0:
+                    new["metadata"]["generation"] = int(meta["generation"]) + 1
+                new["metadata"]["deletionTimestamp"] = now
+            elif meta["deletionTimestamp"] > now:
+                new["metadata"]["deletionTimestamp"] = now
             new["metadata"]["deletionGracePeriodSeconds"] = 0
-            return self.storage.write(res, new, old)
+            return old if new == old else self.storage.write(res, new, old)
         if res == NAMESPACES:
-            ns = old["metadata"]["name"]
+            ns = meta["name"]
             for r in ALL_RESOURCES:
                 if r.namespaced:
                     for (ons, _), o in list(self.storage.objects(r).items()):

@@ -5,6 +5,7 @@ deletion. Everything here goes over real HTTP with the real client."""
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from typing import Any
 
 import aiohttp
@@ -313,6 +314,36 @@ async def test_graceful_deletion_as_the_pod_registry(clusters: Clusters) -> None
     await clusters.host.delete(PODS, "done", NS, grace_period_seconds=20)
     with pytest.raises(ApiError) as err:  # finished: nothing left to stop, gone at once
         await clusters.host.get(PODS, "done", NS)
+    assert err.value.not_found
+
+
+async def test_a_graceful_deletion_may_only_be_shortened_and_ends_with_the_last_finalizer(clusters: Clusters) -> None:
+    # rest.BeforeDelete (staging/src/k8s.io/apiserver/pkg/registry/rest/delete.go): a first graceful delete sets
+    # deletionTimestamp = now + period and bumps the generation; "if we are already being deleted, we may only shorten
+    # the deletion grace period": newDeletionTimestamp = deletionTimestamp - deletionGracePeriodSeconds + period; a
+    # period not shorter leaves it pending. With the period at 0 the pod stays for its finalizers only, and goes with
+    # the last of them (ShouldDeleteDuringUpdate: no finalizers, a deletion grace period of 0).
+    p = pod("p")
+    p["metadata"]["finalizers"] = ["example.com/hold"]
+    await clusters.host.create(PODS, p, NS)
+    await clusters.host.bind("p", NS, "node-1")
+    await clusters.host.delete(PODS, "p", NS, grace_period_seconds=30)
+    first = (await clusters.host.get(PODS, "p", NS))["metadata"]
+    assert (first["deletionGracePeriodSeconds"], first["generation"]) == (30, 2)
+    await clusters.host.delete(PODS, "p", NS, grace_period_seconds=45)  # not shorter: pending, nothing changes
+    assert (await clusters.host.get(PODS, "p", NS))["metadata"] == first
+    await clusters.host.delete(PODS, "p", NS, grace_period_seconds=10)
+    meta = (await clusters.host.get(PODS, "p", NS))["metadata"]
+    when = dt.datetime.fromisoformat(first["deletionTimestamp"])
+    assert (meta["deletionGracePeriodSeconds"], meta["generation"]) == (10, 2)
+    assert dt.datetime.fromisoformat(meta["deletionTimestamp"]) == when - dt.timedelta(seconds=20)
+    await clusters.host.delete(PODS, "p", NS, grace_period_seconds=0)  # the kubelet's last delete
+    meta = (await clusters.host.get(PODS, "p", NS))["metadata"]
+    assert meta["deletionGracePeriodSeconds"] == 0
+    assert dt.datetime.fromisoformat(meta["deletionTimestamp"]) == when - dt.timedelta(seconds=30)
+    await clusters.host.patch(PODS, "p", {"metadata": {"finalizers": None}}, NS)
+    with pytest.raises(ApiError) as err:
+        await clusters.host.get(PODS, "p", NS)
     assert err.value.not_found
 
 
