@@ -192,6 +192,12 @@ async def test_an_orphaned_pods_tokens_are_renewed(clusters: Clusters) -> None:
         await eventually(lambda: token_of(annotations(clusters))[1] != first, "the orphan's token renewed")
         assert token_of(annotations(clusters))[0] == key
         assert renewed(syncer, "renewed") == 1.0
+        await syncer.wait_idle()  # the renewal's echo reconciled too
+        # told once: neither the renewal nor its echo records the Orphaned event or counts the refusal again
+        (orphaned,) = [e for e in await warnings_for(clusters, "web") if e["reason"] == "Orphaned"]
+        assert orphaned["count"] == 1
+        assert syncer.metrics.registry.get_sample_value("runtimeclass_syncer_pods_refused_total",
+                                                        {"runtime_class": "gvisor"}) == 1.0
 
 
 async def test_a_failed_renewal_is_retried_and_shows_in_readyz(clusters: Clusters) -> None:

@@ -4,11 +4,15 @@ outlive their API object, over real HTTP: what survives a failed try, what is ow
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from typing import Any
 
+import pytest
+
 from syncer.kube.resources import EVENTS, PODS, SECRETS
 from tests.conftest import HOST_NS, Clusters, eventually, pod, rc_config, running_syncer
+from tests.test_pod_lifecycle import kubelet, running, virtual_pod
 from tests.test_pod_sync import hname, host_pods, warnings_for
 
 Obj = dict[str, Any]
@@ -78,6 +82,42 @@ async def test_a_failed_owner_patch_is_made_by_the_next_reconcile(clusters: Clus
             return [o["uid"] for o in (s.get("metadata") or {}).get("ownerReferences") or []]
         await eventually(lambda: owners() == [hp["metadata"]["uid"]], "the host pod the Secret's owner")
     assert failed.hits == 1
+
+
+async def test_an_owner_patch_the_host_refuses_holds_nothing_back(clusters: Clusters,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    # a host webhook that refuses ownerReferences on Secrets: the token Secret stays without an owner (it goes with
+    # the virtual pod instead), and the pod is synced, bound and shown Running all the same
+    webhook = 'admission webhook "secrets.example.com" denied the request: ownerReferences are not allowed'
+    refused = clusters.host_server.faults.fail(403, verb="patch", resource="secrets", times=10_000, message=webhook)
+    async with running_syncer(clusters, secret_mode()), kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await virtual_pod(clusters, "web", running, "web Running")
+    assert refused.hits == 1  # given up at once: a refusal is not retried
+    secret = clusters.host_server.storage.get(SECRETS, HOST_NS, SECRET)
+    assert secret is not None and not secret["metadata"].get("ownerReferences")
+    assert "its token secret is left without an owner" in caplog.text
+
+
+async def test_a_create_tried_again_before_the_cache_has_its_pod_keeps_the_pods_secret(clusters: Clusters) -> None:
+    # The token Secret exists and names a running host pod as its owner: a reconcile that plans the create again
+    # (its cache behind the create) writes the tokens into it, and does not delete the Secret the pod reads
+    doc = secret_mode()
+    async with running_syncer(clusters, doc) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        hp = (await host_pods(clusters, lambda o: hname("web") in o, "web on the host"))[hname("web")]
+        await eventually(lambda: bool((clusters.host_server.storage.get(SECRETS, HOST_NS, SECRET) or {}).get(
+            "metadata", {}).get("ownerReferences")), "the Secret owned")
+        before = clusters.host_server.storage.get(SECRETS, HOST_NS, SECRET)
+        assert before is not None
+        vpod = await clusters.virtual.get(PODS, "web", "default")
+        desired = copy.deepcopy(hp)
+        desired["spec"]["volumes"] = vpod["spec"]["volumes"]  # its token projection, as the translation has it
+        desired["metadata"]["annotations"] = {}
+        assert await syncer.pod_reconciler.tokens.apply(vpod, desired) == SECRET
+        after = clusters.host_server.storage.get(SECRETS, HOST_NS, SECRET)
+    assert after is not None and after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["metadata"]["ownerReferences"] == before["metadata"]["ownerReferences"]
 
 
 async def test_a_secret_that_took_the_name_meanwhile_is_not_made_the_pods(clusters: Clusters) -> None:

@@ -283,6 +283,9 @@ class PodReconciler:
         # key's next reconcile makes the pod the owner (else a Secret outlives both pods when the syncer is down
         # as they go: nothing else deletes it)
         self._unowned: dict[str, str] = {}
+        # orphaned pods told so (the Orphaned event, the refusal counted): key -> (the virtual pod's resourceVersion
+        # then, the reason)
+        self._orphans: dict[str, tuple[str, str]] = {}
         self._unserved: set[str] = set()  # pod subresources the host API server answered 404 for
 
     # ------------------------------------------------------------------ what wakes a pod (the watches)
@@ -420,17 +423,16 @@ class PodReconciler:
                               judge=lambda rc: self.decide(name, rc), admit=lambda: self._admit(vpod or {}))
         if not isinstance(action, podplan.Skip):
             self._skipped.pop(key, None)
+        if not isinstance(action, podplan.ReportOrphaned):
+            self._orphans.pop(key, None)
         if vpod is None:
             self._waiting.pop(key, None)
             self._userns_refused.pop(key, None)
+            self._unowned.pop(key, None)
             self.tokens.failing.pop(key, None)
         unrecorded = self._unrecorded.pop(key, None)
         if unrecorded is not None and vpod is not None and unrecorded[0] == vpod["metadata"].get("uid", ""):
             await self._record_all(vpod, unrecorded[1])  # the events of its host pod's create, first
-        if (unowned := self._unowned.get(key)) is not None:
-            if vpod is not None and hpod is not None and unowned == (hpod.get("metadata") or {}).get("uid"):
-                await self.tokens.own(vpod, hpod)  # the owner patch its create failed to make, first
-            self._unowned.pop(key, None)
         match action:
             case podplan.Skip(problem):
                 rv = str(((vpod or {}).get("metadata") or {}).get("resourceVersion") or "")
@@ -460,9 +462,14 @@ class PodReconciler:
                 await self._finish_virtual_delete(vpod, why)
             case podplan.ReportOrphaned(refusal):
                 assert vpod is not None and hpod is not None
-                if not (vpod.get("metadata") or {}).get("deletionTimestamp"):
-                    self.metrics.pods_refused.labels(refusal.runtime_class).inc()
-                await self._orphaned(vpod, hpod, refusal)
+                # told again when the virtual pod changes (a tenant's update, which is not synced: the count says
+                # so) or the cause does, not on the host pod's changes (its status, the echo of a token renewal)
+                reported = (_rv(vpod), refusal.reason)
+                if self._orphans.get(key) != reported:
+                    if not (vpod.get("metadata") or {}).get("deletionTimestamp"):
+                        self.metrics.pods_refused.labels(refusal.runtime_class).inc()
+                    await self._orphaned(vpod, hpod, refusal)
+                    self._orphans[key] = reported
                 # it runs on, so its tokens are renewed as the kubelet renews them for a running pod (they are
                 # bound to the virtual pod, which exists); nothing else of it is written
                 return await self._renew_tokens(vpod, hpod)
@@ -563,16 +570,18 @@ class PodReconciler:
             await self._refuse_user_namespace(vpod, resolution.runtime_class, self._needs_user_namespace(vpod))
             return None
         self._waiting.pop(object_key(vpod), None)
-        if secret is not None:
+        own_error: ApiError | None = None
+        if secret is not None:  # a failed owner patch holds back neither the events nor the first renewal's wait
             self._unowned[object_key(vpod)] = created["metadata"].get("uid", "")
-            await self.tokens.own(vpod, created)
-            self._unowned.pop(object_key(vpod), None)
+            own_error = await self._own_token_secret(vpod, created)
         events = self._warn_translated(vpod, desired, created)
         if default:
             self.metrics.pods_defaulted.labels(default).inc()
             events.append(("Normal", policy.DEFAULTED_REASON, policy.defaulted_message(vpod["metadata"]["name"],
                                                                                        default)))
         await self._record_all(vpod, events)
+        if own_error is not None:
+            raise own_error  # retried with backoff: the retry finds the pod created and makes it the owner
         # What the reconcile of the created pod's echo would return (it is not enqueued, see own_writes): the
         # pair is as created, so only the first token renewal is due, after RENEW_AFTER of the lifetime.
         return await self.tokens.renew_if_due(vpod, created)
@@ -744,7 +753,7 @@ class PodReconciler:
         the virtual pod, copy the host pod's status, and renew the tokens when due. First, unless `unchanged` and
         not `recheck`, the host pod is deleted when a host object it reads became another virtual object's copy
         (`_delete_reader`). Returns the seconds until the next token renewal (None: nothing to renew)."""
-        update_error: Exception | None = None
+        update_error: Exception | None = await self._own_token_secret(vpod, hpod)
         held: float | None = None  # seconds until new ephemeral containers held back are looked at again
         if not unchanged or recheck:
             desired, deps = self._translate(vpod)
@@ -782,6 +791,30 @@ class PodReconciler:
             if error is not None:  # binding's once per cause; each is retried with backoff
                 raise error
         return held if due is None else due if held is None else min(due, held)
+
+    async def _own_token_secret(self, vpod: Obj, hpod: Obj) -> ApiError | None:
+        """Make host pod `hpod` the owner of its token Secret when the owner patch of its create failed (`_unowned`).
+        A failure that may pass (no answer, 429, 5xx) is kept for the next reconcile and returned, to be raised once
+        the rest of the update is done; a refusal (the Secret gone, another object under its name, a host webhook
+        that refuses the patch) is logged and given up: the Secret then goes only with the virtual pod (`forget`),
+        and nothing else of the pod is held back."""
+        key = object_key(vpod)
+        if key not in self._unowned:
+            return None
+        if self._unowned[key] != (hpod.get("metadata") or {}).get("uid"):
+            self._unowned.pop(key)  # another host pod by now: its own create owns its Secret
+            return None
+        try:
+            await self.tokens.own(vpod, hpod)
+        except ApiError as e:
+            if e.transient or e.status < 400:
+                return e
+            log.warning("pod %s: its token secret is left without an owner (the host refused the owner reference; "
+                        "it is deleted with the virtual pod instead): %s", key, e)
+        except ReconcileError as e:
+            log.warning("pod %s: its token secret is left without an owner: %s", key, e)
+        self._unowned.pop(key, None)
+        return None
 
     async def _renew_tokens(self, vpod: Obj, hpod: Obj) -> float | None:
         """Renew the tokens of `hpod` when due (`ServiceAccountTokens.renew_if_due`, counted in the metric), not for

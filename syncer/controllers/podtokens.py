@@ -126,15 +126,46 @@ class ServiceAccountTokens:
         except ApiError as e:
             if not e.already_exists:
                 raise
-            # an earlier try's, or the token Secret of an earlier host pod of the same name, which may still name
-            # that pod as its owner: the garbage collector would delete it under the new pod (its uid-guarded
-            # delete). As vcluster's SATokenSecret (token/sa_token_secret.go), it is deleted and created anew.
-            if not await self._delete_if_ours(meta["namespace"], meta["name"]):
-                raise TokenSecretTaken(f"host secret {self.host_namespace}/{name} is not the token secret of pod "
-                                       f'{meta["namespace"]}/{meta["name"]} (another object holds its name); its '
-                                       "tokens are not written there") from e
-            await self.host.create(SECRETS, secret, self.host_namespace)
+            if await self._owner_gone(name):
+                # the token Secret of an earlier host pod of the same name, which names that gone pod as its owner:
+                # the garbage collector would delete it under the new pod (its delete is guarded by the Secret's
+                # uid only). As vcluster's SATokenSecret (token/sa_token_secret.go), it is deleted and made anew.
+                if not await self._delete_if_ours(meta["namespace"], meta["name"]):
+                    raise TokenSecretTaken(f"host secret {self.host_namespace}/{name} is not the token secret of pod "
+                                           f'{meta["namespace"]}/{meta["name"]} (another object holds its name); its '
+                                           "tokens are not written there") from e
+                await self.host.create(SECRETS, secret, self.host_namespace)
+            else:  # an earlier try's (its host pod not created, or created and not in the cache yet): used as it is
+                await self._write_secret(meta["namespace"], meta["name"], data)
         return name
+
+    async def _owner_gone(self, secret: str) -> bool:
+        """Whether host Secret `secret` names a Pod owner that is gone: no host pod of its name and uid, or one being
+        deleted (its Secret goes with it). False for a Secret without a Pod owner (an earlier try's) and for one
+        whose owner runs (a reconcile before the cache has the pod it created).
+
+        Raises:
+            ApiError: a read failed (not a 404).
+        """
+        try:
+            meta = (await self.host.get(SECRETS, secret, self.host_namespace, metadata_only=True)).get("metadata")
+        except ApiError as e:
+            if e.not_found:
+                return False
+            raise
+        owners = [o for o in (meta or {}).get("ownerReferences") or []
+                  if isinstance(o, dict) and o.get("kind") == "Pod" and isinstance(o.get("name"), str)]
+        for owner in owners:
+            try:
+                pod = await self.host.get(PODS, owner["name"], self.host_namespace, metadata_only=True)
+            except ApiError as e:
+                if e.not_found:
+                    continue
+                raise
+            pmeta = pod.get("metadata") or {}
+            if pmeta.get("uid") == owner.get("uid") and not pmeta.get("deletionTimestamp"):
+                return False
+        return bool(owners)
 
     def _ours(self, namespace: str, name: str) -> list[Obj]:
         """JSON-patch `test` operations that hold only on the token Secret written for virtual pod
