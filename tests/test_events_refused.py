@@ -15,6 +15,7 @@ from syncer.config.model import parse_config
 from syncer.config.policy import parse_policy
 from syncer.kube.client import DEFAULT_USER_AGENT, ApiError
 from syncer.kube.clock import FakeClock
+from syncer.kube.controller import rbac_denial, refusal_cause
 from syncer.kube.events import EventRecorder
 from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES, APIResource
 from syncer.kube.wait import wait_for
@@ -192,3 +193,35 @@ async def test_a_refusal_is_dropped_at_once_and_a_retry_is_not_a_new_occurrence(
     stored = await r.record(PODS, vpod(), "Warning", "SyncWarning", "m", "SyncPod")  # the retry of the second
     assert stored is not None and stored["count"] == 2
     assert r.forbidden == {}
+
+
+# k8s.io/apiserver pkg/admission/plugin/policy/validating/dispatcher.go: a ValidatingAdmissionPolicy's denial,
+# `ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s`, with reason Forbidden (403) by default
+POLICY = ("events \"plain.1\" is forbidden: ValidatingAdmissionPolicy 'no-sidecar-events' with binding "
+          "'no-sidecar-events-binding' denied request: failed expression: object.source.component != 'pod-syncer'")
+
+
+@pytest.mark.parametrize(("message", "cause"), [
+    (QUOTA, "exceeded quota"), (TERMINATING, "namespace terminating"), (WEBHOOK, "admission webhook denial"),
+    (POLICY, "admission policy denial"), (RBAC, None)])
+def test_a_403_is_the_syncers_rbac_only_when_it_names_no_other_cause(message: str, cause: str | None) -> None:
+    e = ApiError(403, "Forbidden", message, cluster="virtual", verb="create", resource="events")
+    assert (refusal_cause(e), rbac_denial(e)) == (cause, cause is None)
+
+
+async def test_an_rbac_refusal_of_events_leaves_readiness_once_no_event_is_refused_for_ten_minutes() -> None:
+    # A refused event is dropped, not retried: nothing would tell that the RBAC was fixed if no other event came,
+    # and /readyz would stay red for good. Shown for 600 s after its last refusal; a new refusal shows it again.
+    rbac = ApiError(403, "Forbidden", RBAC, cluster="virtual", verb="create", resource="events")
+    events = Events(rbac, rbac)
+    r = recorder(events)
+    clock = r.spam.clock
+    assert isinstance(clock, FakeClock)
+    assert await r.record(PODS, vpod(), "Warning", "SyncWarning", "m", "SyncPod") is None
+    assert r.forbidden == {("virtual", "create", "events"): RBAC}
+    clock.advance(600)
+    assert r.forbidden == {("virtual", "create", "events"): RBAC}
+    clock.advance(1)
+    assert r.forbidden == {}
+    assert await r.record(PODS, vpod("api"), "Warning", "SyncWarning", "m", "SyncPod") is None
+    assert r.forbidden == {("virtual", "create", "events"): RBAC}

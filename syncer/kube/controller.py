@@ -28,9 +28,12 @@ Reconcile = Callable[[str], Awaitable[float | None]]
 # What kube-apiserver's 403s that are not an authorization decision say (their admission plugins' messages):
 # ResourceQuota (`exceeded quota: <name>, requested: ...`), NamespaceLifecycle (`unable to create new content in
 # namespace <ns> because it is being terminated`, cause NamespaceTerminating) and an admission webhook's denial
-# (`admission webhook "<name>" denied the request`, a webhook may answer 403).
+# (`admission webhook "<name>" denied the request`, a webhook may answer 403), and a ValidatingAdmissionPolicy's
+# (`ValidatingAdmissionPolicy '<name>' with binding '<binding>' denied request: ...`, reason Forbidden by default:
+# k8s.io/apiserver pkg/admission/plugin/policy/validating/dispatcher.go).
 _REFUSALS = (("exceeded quota", "exceeded quota"), ("because it is being terminated", "namespace terminating"),
-             ("denied the request", "admission webhook denial"))
+             ("denied the request", "admission webhook denial"),
+             ("ValidatingAdmissionPolicy '", "admission policy denial"))
 
 
 def _cancelling() -> bool:

@@ -14,7 +14,8 @@ event write never fails the work it reports on:
   once and not retried (client-go: a `StatusError` is not retried). It is logged at warning once per namespace and
   cause until an event is written there again; a terminating or deleted namespace only at debug (client-go drops
   NamespaceTerminating silently). A 403 that is the syncer's missing RBAC is logged at error once and kept in
-  `forbidden` (readiness), until a write of that verb succeeds;
+  `forbidden` (readiness), until a write of that verb succeeds or, refused events being dropped (no retry will
+  tell), FORBIDDEN_SHOWN seconds pass without another refusal;
 - a write that got no answer, was throttled (429) or met server trouble (5xx) raises `ApiError`: the caller's
   reconcile retries it with its backoff, so the callers that mark an event recorded once it is written keep
   working. One event is tried at most 12 times in a row (client-go's `maxTriesPerEvent`); the 12th failure drops
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 _LRU_SIZE = 4096
 MAX_TRIES = 12  # client-go tools/record/event.go maxTriesPerEvent
+FORBIDDEN_SHOWN = 600.0  # seconds an RBAC refusal of an event write stays in readiness without another one
 SPAM_BURST = 25  # client-go tools/record/events_cache.go defaultSpamBurst
 SPAM_QPS = 1.0 / 300.0  # defaultSpamQPS: one more event every 5 minutes
 _QUIET = ("namespace terminating", "namespace not found")  # refusals logged at debug only
@@ -118,7 +120,8 @@ class EventRecorder:
         clock: the spam filter's time (default the real one).
     Attributes:
         forbidden: (cluster, verb, resource) -> the API server's message, for each event write refused by the
-            syncer's RBAC (readiness shows them), until a write of that verb succeeds.
+            syncer's RBAC (readiness shows them), until a write of that verb succeeds or FORBIDDEN_SHOWN seconds
+            pass without another refusal of it.
     """
 
     def __init__(self, client: KubeClient, component: str, instance: str,
@@ -128,10 +131,22 @@ class EventRecorder:
         self.instance = instance
         self.timestamps = timestamps
         self.spam = SpamFilter(clock or RealClock())
-        self.forbidden: dict[tuple[str, str, str], str] = {}
+        self._forbidden: dict[tuple[str, str, str], str] = {}
+        self._forbidden_at: dict[tuple[str, str, str], float] = {}  # when each was last refused (the clock's)
         self._seen: OrderedDict[str, _Seen] = OrderedDict()  # identity -> what is known (the name derives from it)
         self._tries: OrderedDict[str, int] = OrderedDict()  # identity -> failed tries in a row (transient errors)
         self._logged: OrderedDict[str, set[str]] = OrderedDict()  # namespace -> refusal causes logged
+
+    @property
+    def forbidden(self) -> dict[tuple[str, str, str], str]:
+        """The RBAC refusals of event writes readiness shows (see the class's attributes): a refused event is
+        dropped, so no retry tells whether the RBAC was fixed; one not refused again within FORBIDDEN_SHOWN seconds
+        is shown no more (the next refused event shows it again)."""
+        now = self.spam.clock.now()
+        for cause in [c for c, at in self._forbidden_at.items() if now - at > FORBIDDEN_SHOWN]:
+            self._forbidden.pop(cause, None)
+            del self._forbidden_at[cause]
+        return self._forbidden
 
     async def record(self, res: APIResource, obj: Obj, type_: str, reason: str, message: str,
                      action: str) -> Obj | None:
@@ -194,8 +209,9 @@ class EventRecorder:
         _put(self._seen, identity, _Seen(int(stored.get("count") or after.count),
                                          str(stored.get("firstTimestamp") or after.first), True))
         self._logged.pop(namespace, None)
-        for cause in [c for c in self.forbidden if c[1] == verb]:
-            del self.forbidden[cause]
+        for cause in [c for c in self._forbidden if c[1] == verb]:
+            del self._forbidden[cause]
+            self._forbidden_at.pop(cause, None)
             log.info("%s: %s %s on the %s cluster is allowed again", self.component, cause[1], cause[2], cause[0])
         return stored
 
@@ -225,7 +241,7 @@ class EventRecorder:
         """Drop an event the API server refused: log it once per namespace and cause (the syncer's RBAC: at error,
         and kept in `forbidden`)."""
         if rbac_denial(e):
-            note_forbidden(self.forbidden, e, self.component, log)
+            self._forbidden_at[note_forbidden(self._forbidden, e, self.component, log)] = self.spam.clock.now()
             return
         label = refusal_cause(e) or ("namespace not found" if e.not_found and e.verb == "create"
                                      else f"HTTP {e.status} {e.reason}")
