@@ -179,7 +179,7 @@ class Syncer:
         false`: the host's classes are not read then, so every default would look missing."""
         classes = [rc for k in self.host_rcs.list_keys() if (rc := self.host_rcs.full(k)) is not None]
         for problem in policyreport.report(self.config, policy, classes)["problems"]:
-            if "does not exist in the host" in problem:
+            if "the default runtime class" in problem and "does not exist in the host" in problem:
                 if self.config.enabled:
                     log.warning("runtime policy %s: %s", policy.source, problem)
             else:

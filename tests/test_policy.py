@@ -668,7 +668,8 @@ async def test_forced_class_and_namespace_precedence_over_http(clusters: Cluster
     assert events == {"b": refused, "c": refused}
 
 
-async def test_pods_refused_for_a_missing_forced_class_sync_once_the_host_has_it(clusters: Clusters) -> None:
+async def test_pods_refused_for_a_missing_forced_class_sync_once_the_host_has_it(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
     # behaviour.md section 3: a refused pod is re-evaluated as soon as its class appears; with a forced class, the
     # class every pod runs with is the one the handler list judges (section 6)
     document = rc_config(DEV)
@@ -685,6 +686,10 @@ async def test_pods_refused_for_a_missing_forced_class_sync_once_the_host_has_it
     (event,) = events.values()
     assert event["message"] == ('did not sync pod "web" to host because the runtime class "kata" couldn\'t be '
                                 "reached in the host, so its handler cannot be checked against the policy")
+    # at start, the problem the host shows: every pod refused is an error, not the warning of a missing default
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if r.getMessage().startswith("runtime policy")] == [
+        ("ERROR", 'runtime policy p.yaml: <top level>: the forced runtime class "kata" does not exist in the host, so '
+                  "its handler cannot be checked: every pod is refused")]
     assert pods[key]["spec"]["runtimeClassName"] == "kata"
 
 
