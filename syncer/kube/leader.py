@@ -99,7 +99,7 @@ class _ObservedLeaseLock(LeaseLock):
                 log.debug("could not %s the lease %s/%s: %s", verb, namespace, name, _describe(e))
                 return False
             self.problem = f"cannot {verb} the lease {namespace}/{name}: {_describe(e)}"
-            log.warning("%s", self.problem)
+            log.warning("cannot %s the lease %s/%s: %s", verb, namespace, name, _describe(e))
             return False
         self.problem = None
         return True
