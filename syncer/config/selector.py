@@ -67,15 +67,7 @@ def qualified_name_errors(key: str) -> list[str]:
         if not prefix:
             errs.append("prefix part must be non-empty")
         else:
-            if len(prefix) > _MAX_PREFIX:
-                errs.append(f"prefix part must be no more than {_MAX_PREFIX} characters")
-            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-                errs.append(
-                    "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                    "characters, '-' or '.', and must start and end with an alphanumeric character "
-                    "(e.g. 'example.com', regex used for validation is "
-                    f"'{_DNS1123_SUBDOMAIN_FMT}')"
-                )
+            errs += [f"prefix part {e}" for e in dns1123_subdomain_errors(prefix)]
     else:
         return [
             "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start "

@@ -19,13 +19,13 @@ writes: a tenant's copy of those labels and annotations never reaches the host (
 | 6 | exists                 | stale, class allowed  | DeleteHost (its deletion brings the key back: row 12/13)    |
 | 7 | exists                 | stale, orphaned       | RefuseStale: SyncWarning, delete it on the host             |
 | 8 | being deleted          | none                  | FinishVirtualDelete: delete the virtual pod with grace 0    |
-| 9 | being deleted          | ours, orphaned        | ReportOrphaned: leave both; Orphaned event                  |
+| 9 | being deleted          | ours, orphaned        | ReportOrphaned: leave both; Orphaned event; tokens renewed  |
 |10 | being deleted          | ours, being deleted   | CopyStatus: only the host's status comes back until it goes |
 |11 | being deleted          | ours                  | DeleteHost with the virtual pod's grace period              |
 |12 | exists, was started    | none                  | FinishVirtualDelete: its host pod vanished (as vcluster)    |
 |13 | exists, refused        | none                  | Refuse: SyncWarning with the gate's or the policy's reason |
 |14 | exists, admitted       | none                  | Create: translate, wait for host objects, tokens, create    |
-|15 | exists                 | ours, orphaned        | ReportOrphaned: no updates; Orphaned event                  |
+|15 | exists                 | ours, orphaned        | ReportOrphaned: no updates; Orphaned event; tokens renewed  |
 |16 | bound to another node  | ours, on its node     | FinishVirtualDelete: the pods disagree (vcluster ensureNode) |
 |17 | exists                 | ours, no uid annotation | Update: kept; the update writes the annotation back       |
 |18 | exists                 | ours                  | Update: patch mutable fields; copy status back; bind node   |
@@ -94,7 +94,8 @@ class FinishVirtualDelete:
 
 @dataclass(frozen=True)
 class ReportOrphaned:
-    """Rows 9, 15: the pod's class no longer passes the gate: Orphaned event, nothing written."""
+    """Rows 9, 15: the pod's class no longer passes the gate: Orphaned event; nothing written but the renewal of its
+    service-account tokens (it runs on)."""
 
     refusal: Refusal
 

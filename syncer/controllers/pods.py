@@ -296,7 +296,8 @@ class PodReconciler:
         - for virtual pods (a change of spec, metadata or identity; not a status write alone);
         - owns this vcluster's host pods (mapped to their virtual pod);
         - watches host RuntimeClasses whose gate view changed (exists, being deleted, matches): the pods that
-          name them, the host pods synced with them, and every pod when it is a policy default;
+          name them, the host pods synced with them, and every pod when it is a policy default or (with a policy)
+          the forced class;
         - with the priority-class gate, watches host PriorityClasses: the pods that name them;
         - with a nodes selector, watches virtual nodes: the pods bound to them;
         - watches the host objects pods wait for (created, changed, deleted: a copy's annotations decide whether
