@@ -320,11 +320,33 @@ def admit_namespace_pod_security(ns: Obj, old: Obj | None) -> None:
         raise invalid(NAMESPACES, ns["metadata"]["name"], found)
 
 
-def check_namespace_exists(namespace: str, exists: bool) -> None:
-    """NamespaceLifecycle admission: creating in a missing namespace is 404 NotFound."""
-    if not exists:
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+
+
+def admit_namespace_lifecycle(res: APIResource, name: str, namespace: str, ns_obj: Obj | None) -> None:
+    """NamespaceLifecycle admission (staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle) on a
+    create in `namespace` (`ns_obj` the stored namespace, None when missing), subresource creates (`pods/binding`,
+    `serviceaccounts/token`) included: a missing namespace is 404 NotFound; a terminating one is 403 `<resource>
+    "<name>" is forbidden: unable to create new content in namespace <ns> because it is being terminated` with the
+    NamespaceTerminating cause (`name` as `admission.NewForbidden` finds it: the request's, else the object's name or
+    generateName, else "Unknown")."""
+    if ns_obj is None:
         raise StatusError(404, f'namespaces "{namespace}" not found', "NotFound",
                           {"name": namespace, "kind": "namespaces"})
+    if (ns_obj.get("status") or {}).get("phase") == "Terminating":
+        err = forbidden(res, name or "Unknown", f"unable to create new content in namespace {namespace} because it "
+                                                "is being terminated")
+        err.details["causes"] = [{"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being "
+                                                                               "terminated",
+                                  "field": "metadata.namespace"}]
+        raise err
+
+
+def admit_namespace_delete(name: str) -> None:
+    """NamespaceLifecycle on a namespace's deletion: `default`, `kube-system` and `kube-public` may not be deleted
+    (403)."""
+    if name in IMMORTAL_NAMESPACES:
+        raise forbidden(NAMESPACES, name, "this namespace may not be deleted")
 
 
 def admit_service_account(pod: Obj, get_service_account: Callable[[str], Obj | None]) -> None:

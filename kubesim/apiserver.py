@@ -227,6 +227,9 @@ class EmbeddedAPIServer:
         # old one, before validation, as MutatingAdmissionWebhook does for UPDATE (a policy engine's mutate rule)
         self.pod_update_webhooks: list[Callable[[dict[str, Any], dict[str, Any]], None]] = []
         self._runner: web.AppRunner | None = None
+        # the namespace controller's pass over terminating namespaces (kube-controller-manager requeues them too)
+        self.namespace_sync_interval = 0.1
+        self._namespace_task: asyncio.Task[None] | None = None
         self._by_path = {(r.group, r.version, r.plural): r for r in ALL_RESOURCES}
         self._seed()
 
@@ -298,6 +301,7 @@ class EmbeddedAPIServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True)
         await site.start()
+        self._namespace_task = asyncio.create_task(self._namespace_sync_loop())
         if self.port == 0:
             server = site._server
             assert server is not None
@@ -315,6 +319,11 @@ class EmbeddedAPIServer:
     async def stop(self) -> None:
         """Stop serving: open watches end, the port is released; stored state is kept."""
         self.storage.close_watches()
+        if self._namespace_task is not None:
+            self._namespace_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._namespace_task
+            self._namespace_task = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -383,6 +392,7 @@ class EmbeddedAPIServer:
         """`serviceaccounts/token` (TokenRequest), see tokens.py."""
         _dry_run(request.query.getall("dryRun", []), "CreateOptions")
         body = await self._body(request)
+        admission.admit_namespace_lifecycle(SERVICEACCOUNTS, name, ns, self.storage.get(NAMESPACES, "", ns))
         sa = self._get(SERVICEACCOUNTS, ns, name)
         req = body if isinstance(body, dict) else {}
         tokens.validate(req)
@@ -712,7 +722,8 @@ class EmbeddedAPIServer:
                 raise StatusError(400, "the namespace of the provided object does not match the namespace "
                                        "sent on the request")
             meta["namespace"] = ns
-            admission.check_namespace_exists(ns, self.storage.get(NAMESPACES, "", ns) is not None)
+            admission.admit_namespace_lifecycle(res, meta.get("name") or meta.get("generateName") or "", ns,
+                                                self.storage.get(NAMESPACES, "", ns))
         else:
             meta.pop("namespace", None)
         if not meta.get("name"):
@@ -746,6 +757,11 @@ class EmbeddedAPIServer:
         if res == NAMESPACES:
             admission.admit_namespace_pod_security(obj, None)
             obj["status"] = {"phase": "Active"}
+            spec = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+            finalizers: list[Any] = spec["finalizers"] if isinstance(spec.get("finalizers"), list) else []
+            # the namespace strategy's PrepareForCreate: the `kubernetes` finalizer the namespace controller removes
+            obj["spec"] = {**spec, "finalizers": finalizers if "kubernetes" in finalizers else [*finalizers,
+                                                                                             "kubernetes"]}
         if res == SERVICES and not dry_run:
             self._allocate_cluster_ip(obj)
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
@@ -830,6 +846,12 @@ class EmbeddedAPIServer:
                     webhook(new, old)
             admission.validate_update(res, new, old)
         if res == NAMESPACES and sub is None:
+            # the namespace strategy's PrepareForUpdate: status and spec.finalizers are not the user's to change
+            new["status"] = old.get("status")
+            new["spec"] = {**(new["spec"] if isinstance(new.get("spec"), dict) else {}),
+                           "finalizers": (old.get("spec") or {}).get("finalizers")}
+            if new["spec"]["finalizers"] is None:
+                del new["spec"]["finalizers"]
             admission.admit_namespace_pod_security(new, old)
         if res == PODS and sub != "status":  # PodSecurity ignores the status subresource only
             namespace = self.storage.get(NAMESPACES, "", old["metadata"]["namespace"]) or {}
@@ -841,8 +863,11 @@ class EmbeddedAPIServer:
                 k: v for k, v in old.items() if k not in ("metadata", "status")}:
             new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") and not (
-                res == PODS and new["metadata"].get("deletionGracePeriodSeconds")):
-            # the last finalizer removed; a gracefully terminating pod stays until its kubelet deletes it (grace 0)
+                res == PODS and new["metadata"].get("deletionGracePeriodSeconds")) and not (
+                res == NAMESPACES and (new.get("spec") or {}).get("finalizers")):
+            # the last finalizer removed; a gracefully terminating pod stays until its kubelet deletes it (grace 0), a
+            # namespace until its controller has removed its content and its spec.finalizers
+            # (ShouldDeleteNamespaceDuringUpdate)
             return self.storage.remove(res, old)
         return self.storage.write(res, new, old)
 
@@ -895,6 +920,7 @@ class EmbeddedAPIServer:
         body = await self._body(request)
         if not isinstance(body, dict):
             raise StatusError(400, f"not a Binding object: {body!r}")
+        admission.admit_namespace_lifecycle(PODS, name, ns, self.storage.get(NAMESPACES, "", ns))
         if (body.get("metadata") or {}).get("name") != name:
             raise StatusError(400, "name in URL does not match name in Binding object")
         target = body.get("target") or {}
@@ -1017,7 +1043,68 @@ class EmbeddedAPIServer:
         anything else at once unless finalizers hold it."""
         if res == PODS:
             return self._delete_pod(old, grace)
+        if res == NAMESPACES:
+            return self._delete_namespace(old)
         return self._delete_now(res, old)
+
+    def _delete_namespace(self, old: Obj) -> Obj:
+        """The namespace registry's `Delete` (pkg/registry/core/namespace/storage/storage.go): the first delete sets
+        the deletionTimestamp and phase Terminating (the namespace controller then deletes its content and removes
+        it, `_namespace_controller`); a later one deletes it only once its spec.finalizers are empty."""
+        name = old["metadata"]["name"]
+        admission.admit_namespace_delete(name)
+        if not old["metadata"].get("deletionTimestamp"):
+            new = copy.deepcopy(old)
+            new["metadata"]["deletionTimestamp"] = now_rfc3339()
+            new["status"] = {**(new.get("status") or {}), "phase": "Terminating"}
+            written = self.storage.write(NAMESPACES, new, old)
+            if not self.storage.dry:
+                self._namespace_controller(remove=False)  # the content goes at once; the namespace on the next pass
+            return written
+        if (old.get("spec") or {}).get("finalizers"):
+            return old
+        return self._delete_now(NAMESPACES, old)
+
+    def _namespace_controller(self, remove: bool = True) -> None:
+        """One pass of kube-controller-manager's namespace controller (pkg/controller/namespace/deletion) over the
+        terminating namespaces: every object in one is deleted as a client deletes it (pods gracefully, with their
+        own grace period, objects with finalizers kept until those are removed); a namespace found empty (on a pass
+        with `remove`) is finalized (its `kubernetes` spec.finalizer removed) and deleted. The server runs a pass
+        right after a namespace's deletion (content only) and every `namespace_sync_interval` seconds while one is
+        terminating."""
+        for ns in [o for o in self.storage.objects(NAMESPACES).values() if o["metadata"].get("deletionTimestamp")]:
+            name = ns["metadata"]["name"]
+            left = False
+            for r in ALL_RESOURCES:
+                if not r.namespaced:
+                    continue
+                for (ons, _), o in list(self.storage.objects(r).items()):
+                    if ons == name and self.storage.get(r, ons, o["metadata"]["name"]) is o:
+                        self._delete_obj(r, o)
+                        left = left or self.storage.get(r, ons, o["metadata"]["name"]) is not None
+            if left or not remove:
+                continue
+            current = self.storage.get(NAMESPACES, "", name)
+            if current is None:
+                continue
+            finalizers = [f for f in (current.get("spec") or {}).get("finalizers") or [] if f != "kubernetes"]
+            if current["metadata"].get("finalizers"):  # finalized now, deleted with its last metadata.finalizer
+                if finalizers != (current.get("spec") or {}).get("finalizers"):
+                    new = copy.deepcopy(current)
+                    new.setdefault("spec", {})["finalizers"] = finalizers
+                    self.storage.write(NAMESPACES, new, current)
+            elif not finalizers:
+                self._delete_now(NAMESPACES, current)
+
+    async def _namespace_sync_loop(self) -> None:
+        """Run `_namespace_controller` every `namespace_sync_interval` seconds while a namespace is terminating."""
+        while True:
+            await asyncio.sleep(self.namespace_sync_interval)
+            if any(o["metadata"].get("deletionTimestamp") for o in self.storage.objects(NAMESPACES).values()):
+                try:
+                    self._namespace_controller()
+                except Exception:  # a bug here must not end the loop
+                    log.exception("embedded API server %s: namespace controller failed", self.name)
 
     def _delete_now(self, res: APIResource, old: Obj) -> Obj:
         """A deletion without a grace period: with finalizers, `markAsDeleting` (deletionTimestamp now unless set
@@ -1034,13 +1121,6 @@ class EmbeddedAPIServer:
                 new["metadata"]["deletionTimestamp"] = now
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             return old if new == old else self.storage.write(res, new, old)
-        if res == NAMESPACES:
-            ns = meta["name"]
-            for r in ALL_RESOURCES:
-                if r.namespaced:
-                    for (ons, _), o in list(self.storage.objects(r).items()):
-                        if ons == ns:
-                            self.storage.remove(r, o)
         gone = self.storage.remove(res, old)
         self._collect_garbage(old)
         return gone

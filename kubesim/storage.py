@@ -79,6 +79,11 @@ class Storage:
         self.changed = asyncio.Event()  # set on every change; tests clear it and wait (no polling)
         self._dry = False
 
+    @property
+    def dry(self) -> bool:
+        """Whether writes persist nothing now (within `dry_run`)."""
+        return self._dry
+
     @contextlib.contextmanager
     def dry_run(self, enabled: bool = True) -> Iterator[None]:
         """Within the block (when `enabled`), writes and removals persist nothing: no new resourceVersion, no watch

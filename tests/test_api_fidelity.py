@@ -4,6 +4,7 @@ deletion. Everything here goes over real HTTP with the real client."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import datetime as dt
 from typing import Any
@@ -15,7 +16,7 @@ from kubesim import admission
 from kubesim.tokens import whoami
 from syncer.kube.client import ApiError
 from syncer.kube.resources import CONFIGMAPS, NAMESPACES, PODS, RUNTIMECLASSES, SECRETS, SERVICEACCOUNTS, SERVICES
-from tests.conftest import Clusters, pod, rc
+from tests.conftest import Clusters, eventually, pod, rc
 
 Obj = dict[str, Any]
 NS = "default"
@@ -670,3 +671,57 @@ async def test_a_dry_run_write_persists_nothing_and_an_unknown_dry_run_is_refuse
     with pytest.raises(ApiError) as err:
         await clusters.host.get(PODS, "q", NS)
     assert err.value.not_found
+
+
+async def test_a_deleted_namespace_terminates_refuses_new_content_and_goes_once_empty(clusters: Clusters) -> None:
+    # pkg/registry/core/namespace/storage/storage.go (REST.Delete): the first delete sets deletionTimestamp and phase
+    # Terminating; the NamespaceLifecycle admission (staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/
+    # lifecycle/admission.go) then refuses every create in it, subresources included, with the NamespaceTerminating
+    # cause, and refuses to delete the immortal namespaces; the namespace controller (pkg/controller/namespace)
+    # deletes the content as a client would (a scheduled pod gracefully, an object with finalizers kept until they
+    # are removed) and the namespace once nothing is left
+    h, server = clusters.host, clusters.host_server
+    await h.create(NAMESPACES, {"metadata": {"name": "doomed"}})
+    assert (await h.get(NAMESPACES, "doomed"))["spec"] == {"finalizers": ["kubernetes"]}  # PrepareForCreate
+    await h.create(PODS, pod("running", namespace="doomed"), "doomed")
+    await h.bind("running", "doomed", "node-1")
+    await h.create(PODS, pod("pending", namespace="doomed"), "doomed")
+    await h.create(CONFIGMAPS, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}, "doomed")
+    await h.create(SECRETS, {"metadata": {"name": "s"}}, "doomed")
+    answer = await h.delete(NAMESPACES, "doomed")
+    assert answer["status"]["phase"] == "Terminating" and answer["metadata"]["deletionTimestamp"]
+    for create, resource, name in (
+            (h.create(PODS, pod("new", namespace="doomed"), "doomed"), "pods", "new"),
+            (h.create(CONFIGMAPS, {"metadata": {"generateName": "cm-"}}, "doomed"), "configmaps", "cm-"),
+            (h.bind("pending", "doomed", "node-1"), "pods", "pending"),
+            (h.token_request("doomed", "default", {"spec": {}}), "serviceaccounts", "default")):
+        with pytest.raises(ApiError) as err:
+            await create
+        assert (err.value.status, err.value.reason, err.value.message) == (
+            403, "Forbidden", f'{resource} "{name}" is forbidden: unable to create new content in namespace doomed '
+                              "because it is being terminated")
+    url = f"{server.url}/api/v1/namespaces/doomed/pods"
+    async with aiohttp.ClientSession() as http, http.post(url, json=pod("new", namespace="doomed")) as r:
+        assert (await r.json())["details"]["causes"] == [{"reason": "NamespaceTerminating", "message": "namespace "
+                                                          "doomed is being terminated", "field": "metadata.namespace"}]
+    running = (await h.get(PODS, "running", "doomed"))["metadata"]
+    assert running["deletionGracePeriodSeconds"] == 30 and running["deletionTimestamp"]  # its own grace period
+    assert (await h.get(CONFIGMAPS, "held", "doomed"))["metadata"]["deletionTimestamp"]
+    for res, name in ((PODS, "pending"), (SECRETS, "s"), (SERVICEACCOUNTS, "default"),
+                      (CONFIGMAPS, "kube-root-ca.crt")):
+        with pytest.raises(ApiError) as err:
+            await h.get(res, name, "doomed")
+        assert err.value.not_found
+    await asyncio.sleep(3 * server.namespace_sync_interval)
+    assert (await h.get(NAMESPACES, "doomed"))["status"]["phase"] == "Terminating"  # content left: it stays
+    await h.delete(PODS, "running", "doomed", grace_period_seconds=0)  # the kubelet's last delete
+    await h.patch(CONFIGMAPS, "held", {"metadata": {"finalizers": None}}, "doomed")
+    await eventually(lambda: server.storage.get(NAMESPACES, "", "doomed") is None, "the namespace gone")
+    with pytest.raises(ApiError) as err:
+        await h.create(PODS, pod("new", namespace="doomed"), "doomed")
+    assert (err.value.status, err.value.message) == (404, 'namespaces "doomed" not found')
+    for immortal in ("default", "kube-system", "kube-public"):
+        with pytest.raises(ApiError) as err:
+            await h.delete(NAMESPACES, immortal)
+        assert (err.value.status, err.value.message) == (
+            403, f'namespaces "{immortal}" is forbidden: this namespace may not be deleted')
