@@ -178,6 +178,18 @@ def _truthy(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
 
+def _storage_uid_error(res: APIResource, obj: Obj, uid: str) -> str:
+    """The storage's refusal of a uid precondition (`Preconditions.Check` in k8s.io/apiserver pkg/storage: a
+    `StorageError` of code 4, ErrCodeInvalidObj, printed by `StorageError.Error`), which `InterpretUpdateError` wraps
+    in a 409 Conflict: the object's etcd key under kube-apiserver's default `/registry` prefix (Services' under
+    `services/specs`)."""
+    meta = obj["metadata"]
+    prefix = "services/specs" if res == SERVICES else res.plural
+    key = "/".join(["/registry", prefix, *([meta["namespace"]] if res.namespaced else []), meta["name"]])
+    return (f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: "
+            f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta['uid']}")
+
+
 def _dry_run(values: Any, kind: str) -> bool:
     """Whether a write is a dry run (`dryRun=All`), its values checked as the handlers check every write's options
     (`ValidateDryRun`, k8s.io/apimachinery pkg/apis/meta/v1/validation/validation.go: only `All`): an unknown value
@@ -800,8 +812,7 @@ class EmbeddedAPIServer:
         if uid and uid != old["metadata"]["uid"]:
             if patched:
                 raise invalid(res, name, [fielderrors.invalid("metadata.uid", uid, "field is immutable")])
-            raise conflict(res, name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-                                      f"{old['metadata']['uid']}")
+            raise conflict(res, name, _storage_uid_error(res, old, uid))
         rv = meta.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(res, name, "the object has been modified; please apply your changes to the latest "
@@ -934,8 +945,7 @@ class EmbeddedAPIServer:
         old = self._get(PODS, ns, name)
         uid = (body.get("metadata") or {}).get("uid")
         if uid and uid != old["metadata"]["uid"]:  # BindingREST.setPodNodeAndMetadata: the Binding's uid is a
-            raise conflict(PODS, name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-                                       f"{old['metadata']['uid']}")  # precondition on the pod (storeerr: pods)
+            raise conflict(PODS, name, _storage_uid_error(PODS, old, uid))  # precondition on the pod (storeerr: pods)
         why = None
         if old["metadata"].get("deletionTimestamp"):
             why = f"pod {name} is being deleted, cannot be assigned to a host"

@@ -137,9 +137,16 @@ async def test_a_uid_in_a_write_is_a_precondition(clusters: Clusters) -> None:
     stale = {**created, "metadata": {**created["metadata"], "uid": other, "resourceVersion": ""}}
     with pytest.raises(ApiError) as err:
         await v.replace(PODS, stale, "default")
-    assert (err.value.status, err.value.message) == (409, f'Operation cannot be fulfilled on pods "web": Precondition '
-                                                          f'failed: UID in precondition: {other}, UID in object meta: '
-                                                          f'{created["metadata"]["uid"]}')
+    # the storage's Preconditions.Check (staging/src/k8s.io/apiserver/pkg/storage/interfaces.go: NewInvalidObjError,
+    # printed by StorageError.Error in storage/errors.go under the pod's etcd key) through
+    # storeerr.InterpretUpdateError, as kubernetes-sigs/kueue issue 1591 quotes a real one ("Operation cannot be
+    # fulfilled on pods \"group-1\": StorageError: invalid object, Code: 4, Key: /registry/pods/pod-e2e-vh69t/group-1,
+    # ResourceVersion: 0, ...")
+    storage_error = (f"StorageError: invalid object, Code: 4, Key: /registry/pods/default/web, ResourceVersion: 0, "
+                     f"AdditionalErrorMsg: Precondition failed: UID in precondition: {other}, UID in object meta: "
+                     f'{created["metadata"]["uid"]}')
+    assert (err.value.status, err.value.message) == (409, f'Operation cannot be fulfilled on pods "web": '
+                                                          f"{storage_error}")
     assert err.value.other_object
     with pytest.raises(ApiError) as err:
         await v.patch(PODS, "web", {"status": {"podIP": "10.0.0.9"}}, "default", subresource="status", uid=other)
@@ -148,7 +155,9 @@ async def test_a_uid_in_a_write_is_a_precondition(clusters: Clusters) -> None:
     assert err.value.other_object
     with pytest.raises(ApiError) as err:
         await v.bind("web", "default", "node-1", uid=other)
-    assert err.value.status == 409 and err.value.other_object
+    assert (err.value.status, err.value.message) == (409, f'Operation cannot be fulfilled on pods "web": '
+                                                          f"{storage_error}")
+    assert err.value.other_object
     with pytest.raises(ApiError) as err:  # a JSON patch that starts by setting the uid
         await v.patch(PODS, "web", [{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}], "default",
                       patch_type="json", uid=other)
