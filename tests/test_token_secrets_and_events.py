@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from syncer.kube.resources import EVENTS, PODS, SECRETS
-from tests.conftest import HOST_NS, Clusters, eventually, pod, rc_config, running_syncer
+from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES, SECRETS, SERVICEACCOUNTS
+from tests.conftest import HOST_NS, Clusters, eventually, pod, rc, rc_config, running_syncer
 from tests.test_pod_lifecycle import kubelet, running, virtual_pod
 from tests.test_pod_sync import hname, host_pods, warnings_for
 
@@ -118,6 +118,25 @@ async def test_a_create_tried_again_before_the_cache_has_its_pod_keeps_the_pods_
         after = clusters.host_server.storage.get(SECRETS, HOST_NS, SECRET)
     assert after is not None and after["metadata"]["uid"] == before["metadata"]["uid"]
     assert after["metadata"]["ownerReferences"] == before["metadata"]["ownerReferences"]
+
+
+async def test_a_token_the_virtual_api_server_refuses_is_told_to_the_tenant(clusters: Clusters) -> None:
+    # the pod's service account was deleted after the pod was created (its admission checked it then), before the
+    # pod reached the host: the TokenRequest is refused (404), retried with backoff, and the tenant is told why
+    await clusters.virtual.create(SERVICEACCOUNTS, {"metadata": {"name": "robot"}}, "default")
+    p = pod("web", "gvisor")
+    p["spec"]["serviceAccountName"] = "robot"
+    async with running_syncer(clusters, rc_config({"matchLabels": {"environment": "development"}})):
+        await clusters.virtual.create(PODS, p, "default")
+        await warnings_for(clusters, "web", lambda evs: any("gvisor" in e["message"] for e in evs), "held back")
+        await clusters.virtual.delete(SERVICEACCOUNTS, "robot", "default")
+        await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+        events = await warnings_for(clusters, "web", lambda evs: any("token" in e["message"] for e in evs),
+                                    "the refused token told")
+    (told,) = [e for e in events if "token" in e["message"]]
+    assert (told["reason"], told["message"]) == ("SyncWarning", (
+        'did not sync pod "web" to host yet: the virtual API server refused a token for its service account: '
+        'serviceaccounts "robot" not found'))
 
 
 async def test_a_secret_that_took_the_name_meanwhile_is_not_made_the_pods(clusters: Clusters) -> None:

@@ -677,6 +677,9 @@ LISTED = (
     Mutation("an RBAC refusal of events shown in readiness for good", "syncer/kube/events.py",
              "if now - at > FORBIDDEN_SHOWN]", "if False]",
              ("tests/test_events_refused.py", "-k", "ten_minutes")),
+    Mutation("a refused TokenRequest not told to the tenant", "syncer/controllers/pods.py",
+             'if e.resource == f"{SERVICEACCOUNTS.plural}/token" and 400 <= e.status < 500 and e.status != 429:',
+             "if False:", ("tests/test_token_secrets_and_events.py", "-k", "refuses_is_told")),
     # events and the controller (client-go's recorder and spam filter, controller-runtime's lost leadership)
     Mutation("a refused event write fails the reconcile", "syncer/kube/events.py",
              "if e.transient or e.status < 400:", "if True:", ("tests/test_events_refused.py", "-k", "quota")),

@@ -68,7 +68,7 @@ from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.clock import Clock, RealClock
 from syncer.kube.controller import ReconcileError
 from syncer.kube.events import EventRecorder
-from syncer.kube.resources import CONFIGMAPS, PODS, SECRETS
+from syncer.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from syncer.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -555,6 +555,15 @@ class PodReconciler:
             if w.warned != message:
                 await self.recorder.record(PODS, vpod, "Warning", "SyncError", message, ACTION)
                 w.warned = message
+            raise
+        except ApiError as e:  # its service account deleted since the pod was created, say: tell the tenant, once
+            if e.resource == f"{SERVICEACCOUNTS.plural}/token" and 400 <= e.status < 500 and e.status != 429:
+                w = self._waiting_since(vpod, self.clock.now())
+                message = (f'did not sync pod "{vpod["metadata"]["name"]}" to host yet: the virtual API server '
+                           f"refused a token for its service account: {e.message}")
+                if w.warned != message:
+                    await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", message, ACTION)
+                    w.warned = message
             raise
         # A pod debugged before its host pod is created (kept out by the gate until then, or its unstarted host pod
         # gone): the API server takes ephemeral containers through pods/ephemeralcontainers only (ValidatePodCreate:
