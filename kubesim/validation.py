@@ -567,7 +567,11 @@ def validate_pod_update(new: Obj, old: Obj) -> list[FieldError]:
         errs.append(fe.invalid("spec.activeDeadlineSeconds", None, "must not update from a positive integer to nil "
                                                                    "value"))
     old_tols, new_tols = os_.get("tolerations") or [], ns.get("tolerations") or []
-    if any(t not in new_tols for t in old_tols):
+    # validateOnlyAddedTolerations: each old toleration is in the new list, its tolerationSeconds aside (copied from
+    # each new one onto the old's clone before the comparison)
+    if any(not any(isinstance(n, dict) and {**t, "tolerationSeconds": n.get("tolerationSeconds")} ==
+                   {**n, "tolerationSeconds": n.get("tolerationSeconds")} for n in new_tols)
+           for t in old_tols if isinstance(t, dict)):
         errs.append(fe.forbidden("spec.tolerations", "existing toleration can not be modified except its "
                                                      "tolerationSeconds"))
     errs += validate_tolerations(new_tols, "spec.tolerations")

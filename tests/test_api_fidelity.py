@@ -158,6 +158,14 @@ async def test_pod_update_rules(clusters: Clusters) -> None:
                                                    "activeDeadlineSeconds": 50}}, NS)
     await clusters.host.patch(PODS, "p", [{"op": "add", "path": "/spec/tolerations/-",
                                            "value": {"key": "j", "operator": "Exists"}}], NS, patch_type="json")
+    # allowed: an existing toleration's tolerationSeconds changed (validateOnlyAddedTolerations copies each new
+    # toleration's onto the old one's clone before it compares them)
+    tols = (await clusters.host.get(PODS, "p", NS))["spec"]["tolerations"]
+    noexec = [i for i, t in enumerate(tols) if t.get("tolerationSeconds") == 300]
+    assert noexec, tols  # DefaultTolerationSeconds' not-ready/unreachable tolerations
+    changed = [{**t, "tolerationSeconds": 30} if i in noexec else t for i, t in enumerate(tols)]
+    stored = await clusters.host.patch(PODS, "p", {"spec": {"tolerations": changed}}, NS)
+    assert stored["spec"]["tolerations"] == changed
     refused = [
         ({"spec": {"activeDeadlineSeconds": 60}},
          "spec.activeDeadlineSeconds: Invalid value: 60: must be less than or equal to previous value"),
