@@ -361,7 +361,17 @@ def test_a_toleration_of_zero_seconds_is_not_one_of_for_ever() -> None:
     v["spec"]["tolerations"] = [{**forever, "tolerationSeconds": 0}]  # Kubernetes lets a pod change it
     desired = host_pod(v, vcluster_name=VC, host_namespace="vc-ns")
     ops = [op for op in plan_update(desired, host, v, vcluster_name=VC).host_ops if op["path"] == "/spec/tolerations"]
-    assert ops and {**forever, "tolerationSeconds": 0} in ops[-1]["value"]
+    assert ops and ops[-1]["value"] == [{**forever, "tolerationSeconds": 0}]
+    # and back, or to a longer time: the changed toleration replaces the host's (validateOnlyAddedTolerations lets
+    # an existing toleration change its tolerationSeconds); beside it, the shorter would still evict the pod
+    for before, after in ((0, None), (300, 600)):
+        v["spec"]["tolerations"] = [{**forever, "tolerationSeconds": before}]
+        host = host_pod(v, vcluster_name=VC, host_namespace="vc-ns")
+        v["spec"]["tolerations"] = [forever if after is None else {**forever, "tolerationSeconds": after}]
+        desired = host_pod(v, vcluster_name=VC, host_namespace="vc-ns")
+        ops = [op for op in plan_update(desired, host, v, vcluster_name=VC).host_ops
+               if op["path"] == "/spec/tolerations"]
+        assert ops[-1]["value"] == v["spec"]["tolerations"]
 
 
 def test_pod_level_resources_are_kept_whatever_the_host_version() -> None:

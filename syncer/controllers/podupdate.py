@@ -194,8 +194,20 @@ def _same_toleration(a: Any, b: Any) -> bool:
 
 def _tolerations(desired: Sequence[Any], host: Sequence[Any]) -> list[Any]:
     """The desired tolerations, then the host's others. Compared as the API server does (an empty `value` is
-    absent): an enforced `key=:Effect` toleration reads back without its `value`, and is not added again."""
-    return [*desired, *(t for t in host if not any(_same_toleration(t, d) for d in desired))]
+    absent): an enforced `key=:Effect` toleration reads back without its `value`, and is not added again. A host
+    toleration that a desired one equals but for `tolerationSeconds` is that one changed, not another: it is
+    replaced, as the API server allows (pkg/apis/core/validation `validateOnlyAddedTolerations`: an existing
+    toleration may change its tolerationSeconds only); kept beside it, the shorter time would still evict the pod
+    (the taint manager takes the smallest)."""
+    return [*desired, *(t for t in host if not any(_same_toleration(_but_seconds(t), _but_seconds(d))
+                                                   for d in desired))]
+
+
+def _but_seconds(toleration: Any) -> Any:
+    """A toleration without its `tolerationSeconds` (itself when it is no object)."""
+    if not isinstance(toleration, dict):
+        return toleration
+    return {k: v for k, v in toleration.items() if k != "tolerationSeconds"}
 
 
 def _resize(desired: Sequence[Any], host: Sequence[Any]) -> list[Obj]:
