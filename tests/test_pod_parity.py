@@ -248,6 +248,46 @@ async def test_a_refused_debug_container_does_not_hold_back_the_readiness_gate(c
                          "web Ready", timeout=5)
 
 
+async def test_a_tolerations_seconds_changed_in_the_virtual_pod_replace_the_hosts(clusters: Clusters) -> None:
+    # Kubernetes lets a pod change an existing toleration's tolerationSeconds (validateOnlyAddedTolerations); the
+    # taint manager evicts after the smallest matching one, so the host must not keep the old one beside the new
+    gpu = {"key": "gpu", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, pod("web", tolerations=[gpu]), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        tols = (await clusters.virtual.get(PODS, "web", "default"))["spec"]["tolerations"]
+        longer = [{**t, "tolerationSeconds": 600} if t.get("key") == "gpu" else t for t in tols]
+        await clusters.virtual.patch(PODS, "web", {"spec": {"tolerations": longer}}, "default")
+        await eventually(lambda: [t.get("tolerationSeconds") for t in host(clusters, "web")["spec"]["tolerations"]
+                                  if t.get("key") == "gpu"] == [600], "only the new time on the host pod")
+
+
+async def test_a_virtual_metadata_refused_write_does_not_hold_back_the_readiness_gate(clusters: Clusters) -> None:
+    # A host controller annotates the host pod, which the syncer copies back to the virtual pod; a policy in the
+    # virtual cluster refuses pod updates. That copy is refused on every reconcile; the gate's condition a virtual
+    # controller sets (a status write, which the policy lets through) must still reach the host pod.
+    from kubesim.status import forbidden
+
+    def immutable(new: Obj, old: Obj) -> None:  # a validating webhook in the virtual cluster
+        if (new["metadata"].get("annotations") or {}) != (old["metadata"].get("annotations") or {}):
+            raise forbidden(PODS, new["metadata"]["name"], 'admission webhook "pods.example.com" denied the '
+                                                           "request: pods are not edited here")
+    clusters.virtual_server.pod_update_webhooks.append(immutable)
+    async with running_syncer(clusters, rc_config()), kubelet(clusters):
+        await clusters.virtual.create(PODS, pod("web", readinessGates=[{"conditionType": "example.com/lb"}]),
+                                      "default")
+        await virtual_pod(clusters, "web", running, "web Running")
+        await clusters.host.patch(PODS, hname("web"), {"metadata": {"annotations": {"host.example.com/seen": "1"}}},
+                                  HOST_NS)
+        vp = vstored(clusters, "web")
+        await clusters.virtual.patch(PODS, "web", {"status": {"conditions": [
+            *vp["status"]["conditions"], {"type": "example.com/lb", "status": "True"}]}}, "default",
+            subresource="status")
+        await eventually(lambda: condition(host(clusters, "web"), "example.com/lb").get("status") == "True",
+                         "the gate's condition on the host pod", timeout=5)
+    assert "host.example.com/seen" not in (vstored(clusters, "web")["metadata"].get("annotations") or {})
+
+
 async def test_rapid_changes_wait_for_the_echo_of_the_syncers_own_update(
         clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
     # A tenant relabels a pod 30 times in a row. A reconcile that comes before the watch event of the syncer's own

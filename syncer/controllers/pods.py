@@ -66,7 +66,7 @@ from syncer.kube.cache import field as cached_field
 from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.clock import Clock, RealClock
-from syncer.kube.controller import ReconcileError
+from syncer.kube.controller import ReconcileError, rbac_denial
 from syncer.kube.events import EventRecorder
 from syncer.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from syncer.metrics import Metrics
@@ -557,7 +557,8 @@ class PodReconciler:
                 w.warned = message
             raise
         except ApiError as e:  # its service account deleted since the pod was created, say: tell the tenant, once
-            if e.resource == f"{SERVICEACCOUNTS.plural}/token" and 400 <= e.status < 500 and e.status != 429:
+            if e.resource == f"{SERVICEACCOUNTS.plural}/token" and (
+                    e.status in (400, 422) or (e.not_found and f'{SERVICEACCOUNTS.plural} "' in e.message)):
                 w = self._waiting_since(vpod, self.clock.now())
                 message = (f'did not sync pod "{vpod["metadata"]["name"]}" to host yet: the virtual API server '
                            f"refused a token for its service account: {e.message}")
@@ -580,6 +581,7 @@ class PodReconciler:
             await self._refuse_user_namespace(vpod, resolution.runtime_class, self._needs_user_namespace(vpod))
             return None
         self._waiting.pop(object_key(vpod), None)
+        self.tokens.failing.pop(object_key(vpod), None)  # an earlier pod's of that name, if its key went unseen
         own_error: ApiError | None = None
         if secret is not None:  # a failed owner patch holds back neither the events nor the first renewal's wait
             self._unowned[object_key(vpod)] = created["metadata"].get("uid", "")
@@ -804,10 +806,10 @@ class PodReconciler:
 
     async def _own_token_secret(self, vpod: Obj, hpod: Obj) -> ApiError | None:
         """Make host pod `hpod` the owner of its token Secret when the owner patch of its create failed (`_unowned`).
-        A failure that may pass (no answer, 429, 5xx) is kept for the next reconcile and returned, to be raised once
-        the rest of the update is done; a refusal (the Secret gone, another object under its name, a host webhook
-        that refuses the patch) is logged and given up: the Secret then goes only with the virtual pod (`forget`),
-        and nothing else of the pod is held back."""
+        A failure that may pass (no answer, 429, 5xx, the syncer's own missing RBAC, which readiness then shows) is
+        kept for the next reconcile and returned, to be raised once the rest of the update is done; a refusal (the
+        Secret gone, another object under its name, a host webhook that refuses the patch) is logged and given up:
+        the Secret then goes only with the virtual pod (`forget`), and nothing else of the pod is held back."""
         key = object_key(vpod)
         if key not in self._unowned:
             return None
@@ -817,7 +819,7 @@ class PodReconciler:
         try:
             await self.tokens.own(vpod, hpod)
         except ApiError as e:
-            if e.transient or e.status < 400:
+            if e.transient or e.status < 400 or rbac_denial(e):  # may pass; the syncer's RBAC shows in readiness
                 return e
             log.warning("pod %s: its token secret is left without an owner (the host refused the owner reference; "
                         "it is deleted with the virtual pod instead): %s", key, e)
@@ -989,13 +991,18 @@ class PodReconciler:
         huid = hpod["metadata"].get("uid")  # only the host pod the cache holds: not another put under its name since
         what: list[str] = []
         failed: list[ApiError | ReconcileError] = []
+        host_ops = plan.host_ops
         if plan.virtual_metadata is not None:
-            await self.virtual.patch(PODS, meta["name"], plan.virtual_metadata, meta["namespace"])
-            log.info("updated virtual pod %s/%s from host pod %s/%s: %s changed on the host", meta["namespace"],
-                     meta["name"], self.host_namespace, hname, ", ".join(
-                         f"metadata.{k}" for k in plan.virtual_metadata["metadata"] if k != "resourceVersion"))
-        if plan.host_ops:
-            ops = plan.host_ops
+            try:
+                await self.virtual.patch(PODS, meta["name"], plan.virtual_metadata, meta["namespace"])
+                log.info("updated virtual pod %s/%s from host pod %s/%s: %s changed on the host", meta["namespace"],
+                         meta["name"], self.host_namespace, hname, ", ".join(
+                             f"metadata.{k}" for k in plan.virtual_metadata["metadata"] if k != "resourceVersion"))
+            except ApiError as e:  # the host's metadata writes carry the merge base: they wait for this one
+                failed.append(e)
+                host_ops = []
+        if host_ops:
+            ops = host_ops
             try:
                 done = await self._write(vpod, lambda: self.host.patch(PODS, hname, ops, self.host_namespace,
                                                                        patch_type="json", uid=huid),
@@ -1040,7 +1047,11 @@ class PodReconciler:
             self.metrics.pods_synced.labels(self._synced_label(hpod)).inc()
             log.info("updated host pod %s/%s from virtual pod %s/%s: %s changed", self.host_namespace, hname,
                      meta["namespace"], meta["name"], ", ".join(dict.fromkeys(what)))
-        if failed:
+        if failed:  # the syncer's missing RBAC first (the controller records it for readiness), the others logged
+            failed.sort(key=lambda error: not (isinstance(error, ApiError) and rbac_denial(error)))
+            for other in failed[1:]:
+                log.warning("pod %s/%s: another write of its update failed too (retried with it): %s",
+                            meta["namespace"], meta["name"], other)
             raise failed[0]
 
     def _wait_for_echo(self, vpod: Obj, hpod: Obj, written: Obj) -> None:
