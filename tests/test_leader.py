@@ -4,7 +4,10 @@ syncer processes; a leader that cannot renew its lease stops writing at once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import pytest
 
@@ -71,7 +74,19 @@ async def _first_leader(a: SyncerProcess, b: SyncerProcess) -> SyncerProcess:
     return a if winner is ta else b
 
 
-async def test_a_lost_lease_stops_writing_at_once(clusters: Clusters) -> None:
+@dataclass
+class Campaigning:
+    """A syncer running with leader election on Lease `<HOST_NS>/lease` as candidate `one` (short timings)."""
+
+    syncer: Syncer
+    elector: LeaderElector
+    task: asyncio.Task[None]
+
+
+@contextlib.asynccontextmanager
+async def campaigning(clusters: Clusters) -> AsyncIterator[Campaigning]:
+    """Start a `Campaigning` syncer (its clients' user agent `syncer (one)`, which faults may match); on exit, clear
+    the servers' faults, stop it (unless it stopped by itself) and close its clients."""
     config = parse_config({"sync": {"fromHost": {"runtimeClasses": {"enabled": True}}}})
     host = await KubeClient.from_kubeconfig(str(clusters.host_kubeconfig), "host", user_agent="syncer (one)")
     virtual = await KubeClient.from_kubeconfig(str(clusters.virtual_kubeconfig), "virtual", user_agent="syncer (one)")
@@ -80,11 +95,25 @@ async def test_a_lost_lease_stops_writing_at_once(clusters: Clusters) -> None:
     stop = asyncio.Event()
     task = asyncio.create_task(syncer.run(stop, elector))
     try:
+        yield Campaigning(syncer, elector, task)
+    finally:
+        clusters.host_server.faults.clear()
+        clusters.virtual_server.faults.clear()
+        stop.set()
+        if not task.done():
+            await task
+        await host.close()
+        await virtual.close()
+
+
+async def test_a_lost_lease_stops_writing_at_once(clusters: Clusters) -> None:
+    async with campaigning(clusters) as c:
+        syncer, elector = c.syncer, c.elector
         await asyncio.wait_for(syncer.ready_event.wait(), 10)
         await clusters.host.create(RUNTIMECLASSES, rc("a"))
         await virtual_rc_names(clusters, lambda n: "a" in n, "synced while leading")
         clusters.host_server.faults.fail(500, resource="leases", times=10_000)  # renewals fail from now on
-        await asyncio.wait_for(task, 10)  # returns by itself: leadership lost
+        await asyncio.wait_for(c.task, 10)  # returns by itself: leadership lost
         assert syncer.lost_leadership and elector.lost.is_set()
         clusters.host_server.faults.clear()
         before = writers(clusters)
@@ -93,71 +122,40 @@ async def test_a_lost_lease_stops_writing_at_once(clusters: Clusters) -> None:
         await virtual_rc_names(clusters, lambda n: {"a", "local"} <= n, "state as the test left it")
         assert writers(clusters) == before
         assert all(t.done() for t in syncer._tasks)
-    finally:
-        stop.set()
-        if not task.done():
-            await task
-        await host.close()
-        await virtual.close()
 
 
 async def test_a_lost_lease_cancels_an_in_flight_reconcile_at_once(clusters: Clusters) -> None:
     # controller-runtime skips the graceful shutdown when leadership is lost (gracefulShutdownTimeout set to 0 in
     # OnStoppedLeading, pkg/manager/internal.go): a reconcile in flight is cancelled, not given the clean stop's 5 s
-    config = parse_config({"sync": {"fromHost": {"runtimeClasses": {"enabled": True}}}})
-    host = await KubeClient.from_kubeconfig(str(clusters.host_kubeconfig), "host", user_agent="syncer (one)")
-    virtual = await KubeClient.from_kubeconfig(str(clusters.virtual_kubeconfig), "virtual", user_agent="syncer (one)")
-    elector = LeaderElector(host, HOST_NS, "lease", "one", lease_duration=3, renew_deadline=2.5, retry_period=1)
-    syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS))
-    stop = asyncio.Event()
-    task = asyncio.create_task(syncer.run(stop, elector))
-    held = clusters.virtual_server.faults.hold(verb="create", resource="runtimeclasses", agent="(one)")
-    try:
-        await asyncio.wait_for(syncer.ready_event.wait(), 10)
-        await clusters.host.create(RUNTIMECLASSES, rc("a"))
-        await asyncio.wait_for(held.wait_hits(1), 10)  # the reconcile of a waits for its create's answer
-        clusters.host_server.faults.fail(500, resource="leases", times=10_000)  # renewals fail from now on
-        await asyncio.wait_for(elector.lost.wait(), 10)
-        finished, _ = await asyncio.wait({task}, timeout=2.0)  # not wait_for: it would cancel the run
-        assert finished == {task}, "the held create was not abandoned at once (the clean stop's 5 s)"
-        assert syncer.lost_leadership and syncer.rc_queue.processing == 0
-    finally:
-        held.release()
-        clusters.host_server.faults.clear()
-        stop.set()
-        if not task.done():
-            await task
-        await host.close()
-        await virtual.close()
+    async with campaigning(clusters) as c:
+        held = clusters.virtual_server.faults.hold(verb="create", resource="runtimeclasses", agent="(one)")
+        try:
+            await asyncio.wait_for(c.syncer.ready_event.wait(), 10)
+            await clusters.host.create(RUNTIMECLASSES, rc("a"))
+            await asyncio.wait_for(held.wait_hits(1), 10)  # the reconcile of a waits for its create's answer
+            clusters.host_server.faults.fail(500, resource="leases", times=10_000)  # renewals fail from now on
+            await asyncio.wait_for(c.elector.lost.wait(), 10)
+            finished, _ = await asyncio.wait({c.task}, timeout=2.0)  # not wait_for: it would cancel the run
+            assert finished == {c.task}, "the held create was not abandoned at once (the clean stop's 5 s)"
+            assert c.syncer.lost_leadership and c.syncer.rc_queue.processing == 0
+        finally:
+            held.release()
 
 
 async def test_a_follower_whose_lease_is_forbidden_is_not_ready_and_says_why(
         clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
     # a Role without leases (rbac.role.overwriteRules without the syncer's rules) used to leave a follower ready for
     # ever while nothing synced: the refusal is now in /readyz's detail, and the library's traceback is one line
-    config = parse_config({"sync": {"fromHost": {"runtimeClasses": {"enabled": True}}}})
-    host = await KubeClient.from_kubeconfig(str(clusters.host_kubeconfig), "host", user_agent="syncer (one)")
-    virtual = await KubeClient.from_kubeconfig(str(clusters.virtual_kubeconfig), "virtual", user_agent="syncer (one)")
-    elector = LeaderElector(host, HOST_NS, "lease", "one", lease_duration=3, renew_deadline=2.5, retry_period=1)
-    syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NS))
     # kube-apiserver's RBAC refusal (k8s.io/apiserver pkg/endpoints/handlers/responsewriters forbidden())
     forbidden = ('leases.coordination.k8s.io "lease" is forbidden: User "system:serviceaccount:vc:vc-one" cannot '
                  'create resource "leases" in API group "coordination.k8s.io" in the namespace "vc"')
     refused = clusters.host_server.faults.fail(403, verb="create", resource="leases", times=10_000, message=forbidden)
-    stop = asyncio.Event()
-    task = asyncio.create_task(syncer.run(stop, elector))
-    try:
+    async with campaigning(clusters) as c:
         await asyncio.wait_for(refused.wait_hits(2), 10)  # the first refusal's attempt is over
-        assert not syncer.ready
+        assert not c.syncer.ready
         assert f"leader election: cannot create the lease {HOST_NS}/lease: HTTP 403: {forbidden}" in \
-            syncer.readiness_detail()
+            c.syncer.readiness_detail()
         clusters.host_server.faults.clear()  # the RBAC fixed: it leads, and is ready
-        await asyncio.wait_for(syncer.ready_event.wait(), 10)
-        assert syncer.ready and elector.problem is None
-    finally:
-        clusters.host_server.faults.clear()
-        stop.set()
-        await task
-        await host.close()
-        await virtual.close()
+        await asyncio.wait_for(c.syncer.ready_event.wait(), 10)
+        assert c.syncer.ready and c.elector.problem is None
     assert not [r for r in caplog.records if r.exc_info is not None and "lock" in r.getMessage()]
