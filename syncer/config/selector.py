@@ -78,56 +78,47 @@ def qualified_name_errors(key: str) -> list[str]:
     if not name:
         errs.append("name part must be non-empty")
     else:
-        if len(name) > _MAX_NAME:
-            errs.append(f"name part must be no more than {_MAX_NAME} characters")
-        if not _QUALIFIED_NAME_RE.fullmatch(name):
-            errs.append(
-                "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
-                "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
-                f"regex used for validation is '{_QUALIFIED_NAME_FMT}')"
-            )
+        errs += [f"name part {e}" for e in _length_and_form(name, _MAX_NAME, _QUALIFIED_NAME_RE, (
+            "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+            "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+            f"'{_QUALIFIED_NAME_FMT}')"))]
+    return errs
+
+
+def _length_and_form(value: str, max_length: int, form: re.Pattern[str], form_error: str) -> list[str]:
+    """apimachinery's two checks of a name or value (pkg/util/validation/validation.go): `MaxLenError` when
+    `value` is longer than `max_length`, then `form_error` (its `RegexError`) when `form` does not match all of it."""
+    errs = [f"must be no more than {max_length} characters"] if len(value) > max_length else []
+    if not form.fullmatch(value):
+        errs.append(form_error)
     return errs
 
 
 def label_value_errors(value: str) -> list[str]:
     """Return the Kubernetes `IsValidLabelValue` errors for a label value (empty list when valid)."""
-    errs: list[str] = []
-    if len(value) > _MAX_NAME:
-        errs.append(f"must be no more than {_MAX_NAME} characters")
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-            "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
-            f"'my_value',  or '12345', regex used for validation is '{_LABEL_VALUE_FMT}')"
-        )
-    return errs
+    return _length_and_form(value, _MAX_NAME, _LABEL_VALUE_RE, (
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+        "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+        f"'my_value',  or '12345', regex used for validation is '{_LABEL_VALUE_FMT}')"))
 
 
 def dns1123_label_errors(value: str) -> list[str]:
     """Return the Kubernetes `IsDNS1123Label` errors for `value` (apimachinery pkg/util/validation/validation.go:
     at most 63 characters of `[a-z0-9]([-a-z0-9]*[a-z0-9])?`), an empty list when it is a label."""
-    errs = [f"must be no more than {_MAX_NAME} characters"] if len(value) > _MAX_NAME else []
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        errs.append(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
-            "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-            f"'{_DNS1123_LABEL_FMT}')"
-        )
-    return errs
+    return _length_and_form(value, _MAX_NAME, _DNS1123_LABEL_RE, (
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+        "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+        f"'{_DNS1123_LABEL_FMT}')"))
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
     """Return the Kubernetes `IsDNS1123Subdomain` errors for `value` (apimachinery pkg/util/validation/validation.go:
     at most 253 characters of dot-separated DNS-1123 labels; the rule for most object names, RuntimeClasses'
     included), an empty list when it is a subdomain."""
-    errs = [f"must be no more than {_MAX_PREFIX} characters"] if len(value) > _MAX_PREFIX else []
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-            "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-            f"'{_DNS1123_SUBDOMAIN_FMT}')"
-        )
-    return errs
+    return _length_and_form(value, _MAX_PREFIX, _DNS1123_SUBDOMAIN_RE, (
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+        "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+        f"'{_DNS1123_SUBDOMAIN_FMT}')"))
 
 
 @dataclass(frozen=True)
