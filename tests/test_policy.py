@@ -4,6 +4,7 @@ table, then over real HTTP through the pod reconciler and the CLI."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
@@ -21,9 +22,10 @@ from syncer.config.model import ConfigError, parse_config
 from syncer.config.policy import Effective, load_policy, parse_policy, policy_from_text
 from syncer.config.reload import watch_policy
 from syncer.controllers.policy import defaulted_message, resolve, usable_classes
+from syncer.kube.clock import FakeClock
 from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
 from syncer.kube.wait import wait_for
-from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc, rc_config, running_syncer
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, hold_watch_down, pod, rc, rc_config, running_syncer
 from tests.test_cli import run_cli
 
 Obj = dict[str, Any]
@@ -195,6 +197,39 @@ async def test_default_strict_and_handlers_per_namespace_over_http(clusters: Clu
     assert by_pod["gold-none", "SyncWarning"] == (
         'did not sync pod "gold-none" to host because it names no runtime class and the policy requires one: '
         "set spec.runtimeClassName (allowed: gvisor, kata)")
+
+
+async def test_a_pod_whose_namespace_is_not_cached_yet_waits_for_it(clusters: Clusters) -> None:
+    # A new namespace and a pod in it: the two come on different watches, and the pod's may come first. The
+    # namespace's labels choose the policy's entry (behaviour.md section 6) and go to the host pod as ns-labels
+    # (vcluster's translateLabels, which fails the reconcile until it can read the namespace), so the pod waits.
+    await _host_classes(clusters)
+    config = parse_config(rc_config(DEV))
+    policy = parse_policy({"allowedHandlers": ["runsc", "kata-fc"],
+                           "namespaces": {"tier=gold": {"allowedHandlers": ["runsc"]}}}, config, "p.yaml")
+    # vcluster's ns-label key: "vcluster.loft.sh/ns-label-" + name + "-x-" + sha256("tier")[:10]
+    # (pkg/util/translate, ConvertLabelKeyWithPrefix)
+    ns_label = "vcluster.loft.sh/ns-label-test-x-" + hashlib.sha256(b"tier").hexdigest()[:10]
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(DEV), policy=policy, clock=clock) as syncer:
+        await hold_watch_down(clusters.virtual_server, "namespaces")
+        await clusters.virtual.create(NAMESPACES, {"metadata": {"name": "gold", "labels": {"tier": "gold"}}})
+        await clusters.virtual.create(PODS, pod("gold-kata", "kata", "gold"), "gold")  # kata-fc: not in gold
+        await clusters.virtual.create(PODS, pod("gold-gvisor", "gvisor", "gold"), "gold")
+        await eventually(lambda: syncer.virtual_pods.get("gold/gold-gvisor") is not None, "the pods in the cache")
+        await syncer.wait_idle()
+        assert not [k for k in clusters.host_server.storage.objects(PODS) if "gold" in k[1]]  # nothing decided
+        clock.advance(60)  # the namespace watch back: its ADDED event
+        gvisor = f"{HOST_NS}/{host_pod_name('gold-gvisor', 'gold', VCLUSTER)}"
+        hosts = await wait_for(clusters.host, PODS, lambda o: gvisor in o, namespace=HOST_NS,
+                               what="gold-gvisor on the host")
+        await syncer.wait_idle()
+        events = (await clusters.virtual.list(EVENTS, "gold"))["items"]
+    assert hosts[gvisor]["metadata"]["labels"][ns_label] == "gold"
+    assert clusters.host_server.storage.get(PODS, HOST_NS, host_pod_name("gold-kata", "gold", VCLUSTER)) is None
+    assert [e["message"] for e in events if e["involvedObject"]["name"] == "gold-kata"] == [
+        'did not sync pod "gold-kata" to host because the runtime class "kata" uses the handler "kata-fc", '
+        "which the policy does not allow (allowed handlers: runsc)"]
 
 
 def test_validate_with_a_policy_reports_every_error(tmp_path: Path) -> None:
