@@ -198,3 +198,68 @@ async def test_a_worker_that_ends_is_noticed_and_leaves_no_key_processing(caplog
     finally:
         stop.set()
         await task
+
+
+async def test_a_key_that_failed_a_thousand_times_is_still_retried_at_the_cap() -> None:
+    # 1024 failures in a row (8.5 h of a pod the host refuses for good, retried every 30 s): the next delay is still
+    # the cap (client-go default_rate_limiters.go: `if backoff > math.MaxInt64 { return r.maxDelay }`), and the
+    # worker goes on.
+    clock = FakeClock()
+    queue = WorkQueue("t", RateLimiter(base=0.05, cap=30.0, qps=1e9, burst=10**9, clock=clock), clock=clock)
+    for _ in range(1024):
+        queue.rate_limiter.when("k")
+
+    async def reconcile(key: str) -> float | None:
+        raise Flaky(f"{key} refused for good")
+
+    controller = Controller("t", queue, reconcile, Metrics(), workers=1)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        queue.add("k")
+        await eventually(lambda: queue.pending() == {"k": 30.0}, "k retried in 30 s", timeout=2)
+        clock.advance(30.0)
+        await eventually(lambda: queue.num_requeues("k") == 1026, "k failed again, retried again", timeout=2)
+        assert controller.healthy and queue.processing == 0 and queue.pending() == {"k": 30.0}
+    finally:
+        stop.set()
+        await task
+
+
+class BrokenOnce(RateLimiter):
+    """A rate limiter whose first `when` raises: what a failing retry computation does to a worker."""
+
+    broken = True
+
+    def when(self, key: str) -> float:
+        if self.broken:
+            self.broken = False
+            raise RuntimeError("the retry delay cannot be computed")
+        return super().when(key)
+
+
+async def test_a_failing_retry_never_leaves_its_key_processing() -> None:
+    # client-go's processNextWorkItem: `defer c.queue.Done(obj)` whatever happens in between; a key left in the
+    # processing set is never handed out again (a later add only marks it dirty).
+    clock = FakeClock()
+    queue = WorkQueue("t", BrokenOnce(base=1.0, cap=100.0, qps=1000, burst=1000, clock=clock), clock=clock)
+    calls: list[str] = []
+
+    async def reconcile(key: str) -> float | None:
+        calls.append(key)
+        if len(calls) == 1:
+            raise Flaky(f"{key} failed")
+        return None
+
+    controller = Controller("t", queue, reconcile, Metrics(), workers=2)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        queue.add("k")
+        await eventually(lambda: calls == ["k"] and not controller.healthy, "the first reconcile failed", timeout=2)
+        assert queue.processing == 0
+        queue.add("k")  # a new event: the other worker takes it
+        await eventually(lambda: calls == ["k", "k"] and queue.idle, "k reconciled again", timeout=2)
+    finally:
+        stop.set()
+        await task

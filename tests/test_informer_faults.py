@@ -224,3 +224,13 @@ async def test_a_half_open_watch_connection_is_noticed_and_the_watch_resumed(
             await task
         await client.close()
         proxy.server.close()
+
+
+def test_the_informer_backoff_stays_at_its_cap_however_many_failures() -> None:
+    # A watch refused for good (a 403 retried every 30 s) fails its 1024th time after 9.4 h; Python's `2.0 ** 1024`
+    # raises OverflowError in the run loop's error handler, ending the informer. client-go's backoff manager caps
+    # the delay (k8s.io/apimachinery/pkg/util/wait/backoff.go: `if b.Cap > 0 && b.Duration > b.Cap { b.Duration =
+    # b.Cap }`), never an error.
+    backoff = Backoff(initial=0.2, cap=30.0, jitter=0)
+    delays = [backoff.next() for _ in range(1100)]
+    assert delays[:3] == [0.2, 0.4, 0.8] and delays[1020:] == [30.0] * 80

@@ -180,3 +180,14 @@ async def test_shutdown_releases_waiting_workers() -> None:
         raise AssertionError("get() returned after shutdown")
     except ShutDown:
         pass
+
+
+def test_a_key_that_always_fails_stays_at_the_cap_however_many_times() -> None:
+    # client-go's ItemExponentialFailureRateLimiter.When (util/workqueue/default_rate_limiters.go): `backoff :=
+    # float64(r.baseDelay.Nanoseconds()) * math.Pow(2, float64(exp)); if backoff > math.MaxInt64 { return
+    # r.maxDelay }`. A pod the host refuses for good, retried every 30 s, reaches 1024 failures in 8.5 h; Python's
+    # `2.0 ** 1024` raises OverflowError where Go's math.Pow gives +Inf.
+    rl = RateLimiter(base=0.05, cap=30.0, qps=1e9, burst=10**9, clock=FakeClock())
+    delays = [rl.when("k") for _ in range(1100)]
+    assert delays[:3] == [0.05, 0.1, 0.2] and delays[1020:] == [30.0] * 80
+    assert rl.failures("k") == 1100

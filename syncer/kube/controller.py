@@ -156,14 +156,10 @@ class Controller:
                 requeue_after = await self.reconcile(key)
             except asyncio.CancelledError as e:
                 if _cancelling():  # this worker is being cancelled: a lost lease or the stop's deadline
-                    self.queue.done(key)
                     raise
                 self._failed(key, e)  # raised by the reconcile itself: its failure, retried
             except Exception as e:
                 self._failed(key, e)
-            except BaseException:
-                self.queue.done(key)  # not left in the processing set
-                raise
             else:
                 self.queue.forget(key)
                 self._clear_forbidden(key)
@@ -174,7 +170,9 @@ class Controller:
                     self._results["success"].inc()
             finally:
                 self._time.observe(time.perf_counter() - start)
-            self.queue.done(key)
+                # whatever happened, also in `_failed`: a key left processing is never handed out again
+                # (client-go's processNextWorkItem: `defer c.queue.Done(obj)`)
+                self.queue.done(key)
             if self.first_pass:
                 self.first_pass.discard(key)
                 if not self.first_pass:

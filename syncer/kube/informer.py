@@ -28,6 +28,7 @@ from syncer.kube.cache import resource_version as _rv
 from syncer.kube.client import PERSISTENT_RETRIES, ApiError, KubeClient, sleep_or_stop
 from syncer.kube.clock import Clock, RealClock, Timer
 from syncer.kube.resources import APIResource
+from syncer.kube.workqueue import MAX_EXPONENT
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +88,9 @@ class Backoff:
     _failures: int = field(default=0, init=False)
 
     def next(self, at_least: float | None = None) -> float:
-        """The next delay; `at_least` (a Retry-After) raises it."""
-        delay = min(self.cap, self.initial * (2.0 ** self._failures))
+        """The next delay in seconds, at most `cap` x (1 + `jitter`) however many failures (the exponent stops at
+        `MAX_EXPONENT`: `2.0 ** 1024` raises OverflowError); `at_least` (a Retry-After, seconds) raises it."""
+        delay = min(self.cap, self.initial * (2.0 ** min(self._failures, MAX_EXPONENT)))
         self._failures += 1
         delay *= 1 + random.uniform(0, self.jitter)
         return max(delay, at_least or 0.0)

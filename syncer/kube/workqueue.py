@@ -22,6 +22,10 @@ from dataclasses import dataclass, field
 
 from syncer.kube.clock import Clock, RealClock, Timer
 
+MAX_EXPONENT = 1000
+"""The largest n in a backoff of base x 2^n: `2.0 ** 1000` is finite (about 1e301), a product with it is at worst
+`inf`, never an OverflowError, and it exceeds any cap for a base above 1e-290 seconds."""
+
 
 class ShutDown(Exception):
     """The queue was shut down; workers should return."""
@@ -43,10 +47,13 @@ class RateLimiter:
     _last: float | None = field(default=None)
 
     def when(self, key: str) -> float:
-        """Seconds to wait before retrying `key`; counts one more failure for it."""
+        """Seconds to wait before retrying `key` (at most `cap`, however many failures); counts one more failure
+        for it. The exponent stops growing at `MAX_EXPONENT` (client-go's `if backoff > math.MaxInt64 { return
+        r.maxDelay }`, util/workqueue/default_rate_limiters.go): `2.0 ** 1024` raises OverflowError, which a worker
+        computing a retry would die of after 1024 failures of one key (8.5 h at 30 s)."""
         n = self._failures.get(key, 0)
         self._failures[key] = n + 1
-        per_item = min(self.cap, self.base * (2.0 ** n))
+        per_item = min(self.cap, self.base * (2.0 ** min(n, MAX_EXPONENT)))
         return max(per_item, self._bucket_delay())
 
     def _bucket_delay(self) -> float:
