@@ -29,6 +29,7 @@ from typing import Any
 
 import aiohttp
 import yaml
+from aiohttp.http_exceptions import HttpProcessingError
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
@@ -258,6 +259,11 @@ def _read_kubeconfig(source: str, path: str) -> tuple[bytes, dict[str, Any], str
         raise KubeconfigError(source, f"not a kubeconfig: a YAML {type(doc).__name__}, not a mapping")
     return raw, doc, os.path.dirname(os.path.abspath(path))
 
+
+MAX_WATCH_EVENT_BYTES = 256 * 2**20
+"""Bytes: the largest watch event (one line of the stream) the client buffers; a longer one is an ApiError, not a
+crash or an unbounded buffer. client-go's framer has no limit; kube-apiserver on etcd refuses objects over 1.5 MiB
+(etcd's --max-request-bytes), and a kine-backed vcluster may hold larger ones, but not this large."""
 
 TRANSIENT_STATUSES = (0, 409, 429, 500, 502, 503, 504)  # no response, conflict, throttled, server trouble
 PERSISTENT_RETRIES = 5  # a transient failure is logged at warning from this retry on (info before)
@@ -539,6 +545,19 @@ class KubeClient:
                                 SERVICEACCOUNTS.path(namespace, service_account, "token"), body=request,
                                 subresource="token")
 
+    def _watch_event(self, line: bytes, res: APIResource, status: int) -> WatchEvent:
+        """One line of a watch stream (`{"type": ..., "object": ...}`) as a WatchEvent.
+
+        Raises:
+            ApiError: reason BadWatchEvent (status `status`, the stream's, not transient) when it is not one.
+        """
+        try:
+            event = jsonutil.loads(line)
+            return WatchEvent(str(event["type"]), event["object"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ApiError(status, "BadWatchEvent", f"a malformed watch event ({type(e).__name__}: {e}): "
+                           f"{line[:200]!r}", cluster=self.cluster, verb="watch", resource=res.qualified) from e
+
     async def watch(self, res: APIResource, resource_version: str, namespace: str | None = None, *,
                     label_selector: str | None = None, field_selector: str | None = None,
                     timeout_seconds: int = 300, bookmarks: bool = True, metadata_only: bool = False,
@@ -549,8 +568,16 @@ class KubeClient:
         re-list on 410). `on_connected` is called once the server has accepted the request. A stream
         that stays silent for `timeout_seconds` + 30 s is treated as hung and raises ApiError status 0.
 
+        The stream is one JSON event per line, read with no per-line limit up to `MAX_WATCH_EVENT_BYTES` (client-go's
+        JSON framer has none; aiohttp's line reader stops at twice its read buffer). A line that is not an event ends
+        the watch with an error, before any later event, so the caller resumes from the last good resourceVersion
+        (client-go's StreamWatcher stops on a decode error). Bytes after the last newline when the stream ends (cut
+        inside an event) are dropped, unless they are a whole event.
+
         Raises:
-            ApiError: the request failed or the connection broke.
+            ApiError: the request failed or the connection broke (status 0, ConnectionError); a line is not a watch
+                event (BadWatchEvent) or one event exceeds `MAX_WATCH_EVENT_BYTES` (WatchEventTooLarge), both with the
+                stream's status (200) and not transient.
         """
         query = [("watch", "true"), ("resourceVersion", resource_version),
                  ("timeoutSeconds", str(timeout_seconds)), *self._selectors(label_selector, field_selector)]
@@ -560,21 +587,38 @@ class KubeClient:
                                         sock_read=timeout_seconds + 30)
         resp = await self._send("watch", res, "GET", res.path(namespace), query=query, timeout=timeout,
                                 accept=METADATA_ACCEPT if metadata_only else "application/json")
-        if on_connected is not None:
-            on_connected()  # the server accepted the watch: the connection is healthy again
         try:
-            async for line in resp.content:
-                if not line.strip():
-                    continue
+            if on_connected is not None:
+                on_connected()  # the server accepted the watch: the connection is healthy again
+            buf = bytearray()  # the bytes of the event being received (an event is one line, of any length)
+            try:
+                async for chunk in resp.content.iter_any():
+                    scan = len(buf)  # the bytes before have no newline
+                    buf += chunk
+                    start = 0
+                    while (end := buf.find(b"\n", scan)) >= 0:
+                        if end - start > MAX_WATCH_EVENT_BYTES:
+                            break
+                        line = bytes(buf[start:end])
+                        start = scan = end + 1
+                        if line.strip():
+                            yield self._watch_event(line, res, resp.status)
+                    del buf[:start]
+                    if len(buf) > MAX_WATCH_EVENT_BYTES:  # an event that is or will be over the limit
+                        raise ApiError(resp.status, "WatchEventTooLarge", f"a watch event over {MAX_WATCH_EVENT_BYTES} "
+                                       f"bytes: {bytes(buf[:200])!r}...", cluster=self.cluster, verb="watch",
+                                       resource=res.qualified)
+            except (aiohttp.ClientError, HttpProcessingError, TimeoutError, OSError) as e:
+                raise ApiError(0, "ConnectionError", f"watch stream broke: {e or type(e).__name__}",
+                               cluster=self.cluster, verb="watch", resource=res.qualified) from e
+            if buf.strip():  # the stream ended without a newline after the last bytes
                 try:
-                    event = jsonutil.loads(line)
-                    yield WatchEvent(str(event["type"]), event["object"])
-                except (ValueError, KeyError, TypeError) as e:
-                    log.warning("%s cluster: skipped a malformed %s watch event (%s): %.200r",
-                                self.cluster, res.qualified, e, line)
-        except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            raise ApiError(0, "ConnectionError", f"watch stream broke: {e or type(e).__name__}",
-                           cluster=self.cluster, verb="watch", resource=res.qualified) from e
+                    event = self._watch_event(bytes(buf), res, resp.status)
+                except ApiError:  # cut inside an event: the next watch resumes from the last one applied
+                    log.debug("%s cluster: the %s watch stream ended inside an event: %.200r", self.cluster,
+                              res.qualified, bytes(buf))
+                else:
+                    yield event
         finally:
             resp.close()  # an unfinished stream cannot go back to the pool
 

@@ -166,7 +166,8 @@ class Informer:
         self.handlers.append(handlers)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """List and watch until `stop` is set. Never raises for API failures.
+        """List and watch until `stop` is set. Never raises but CancelledError: an exception that is no ApiError
+        (a bug) is logged with its traceback and retried as a failure, `last_error` status 0 InternalError.
 
         A watch that ends after an event or after `SHORT_WATCH` seconds is resumed at once from the last
         resourceVersion, and so is the first that ends sooner without an event. These set `last_error`, are
@@ -191,6 +192,10 @@ class Informer:
                 self._log_error(e)
                 if await sleep_or_stop(self.backoff.next(e.retry_after), stop, self.clock):
                     return
+            except Exception as e:  # a bug, or a library's exception the client did not turn into an ApiError
+                self.last_error = self._unexpected(e)
+                if await sleep_or_stop(self.backoff.next(), stop, self.clock):
+                    return
 
     async def _expired(self, e: ApiError, stop: asyncio.Event) -> bool:
         """Prepare the re-list after a 410 (`EXPIRED_BACKOFF_RESET` says when it waits). Returns True when `stop`
@@ -206,6 +211,20 @@ class Informer:
         self.last_error = e
         self._log_error(e)
         return await sleep_or_stop(self._relist_backoff.next(e.retry_after), stop, self.clock)
+
+    def _unexpected(self, e: Exception) -> ApiError:
+        """Log an exception that is no ApiError, with its traceback the first time its type is seen since the last
+        connection (at debug after), and return it as the ApiError `last_error` shows (status 0, InternalError).
+        client-go's reflector survives any error of a ListAndWatch (`wait.BackoffUntil`, tools/cache/reflector.go)."""
+        self._failures += 1
+        cause = (0, type(e).__name__, logging.ERROR)
+        if cause in self._errors_seen:
+            log.debug("%s: %s: %s", self.name, type(e).__name__, e)
+        else:
+            self._errors_seen.add(cause)
+            log.error("%s: unexpected error in the list and watch; retrying with backoff", self.name, exc_info=e)
+        return ApiError(0, "InternalError", f"{type(e).__name__}: {e}", cluster=self.client.cluster,
+                        verb="watch" if self._rv is not None else "list", resource=self.resource.qualified)
 
     def _log_error(self, e: ApiError) -> None:
         """Log a failed list or watch once per cause: a 403 as an error; an API server that is briefly away
