@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from syncer.kube.cache import Store
-from syncer.kube.client import KubeClient, WatchEvent
+from syncer.kube.client import ApiError, KubeClient, WatchEvent, sleep_or_stop
 from syncer.kube.clock import FakeClock
 from syncer.kube.informer import EXPIRED_BACKOFF_RESET, WATCH_IDLE_TIMEOUT, Backoff, Informer
 from syncer.kube.resources import RUNTIMECLASSES
@@ -234,3 +234,88 @@ def test_the_informer_backoff_stays_at_its_cap_however_many_failures() -> None:
     backoff = Backoff(initial=0.2, cap=30.0, jitter=0)
     delays = [backoff.next() for _ in range(1100)]
     assert delays[:3] == [0.2, 0.4, 0.8] and delays[1020:] == [30.0] * 80
+
+
+UNAVAILABLE = WatchEvent("ERROR", {"kind": "Status", "code": 503, "reason": "ServiceUnavailable",
+                                   "message": "the server is currently unable to handle the request"})
+
+
+async def fail_twice(client: ScriptedClient, clock: FakeClock) -> None:
+    """Watches 1 and 2 fail (an ERROR event at once): backed off 4, then 8 s; watch 3 is open after."""
+    for i, delay in ((0, 4), (1, 8)):
+        await watching(client, i + 1)
+        client.streams[i].put_nowait(UNAVAILABLE)
+        await eventually(lambda d=delay: clock.pending() == [clock.now() + d], f"backed off {delay} s", timeout=2)
+        clock.advance(delay)
+    await watching(client, 3)
+
+
+async def test_a_bookmark_resets_the_backoff() -> None:
+    # client-go's reflector backs off through `wait.NewExponentialBackoffManager(800ms, 30s, 2*time.Minute, ...)`
+    # (tools/cache/reflector.go), which starts again at its initial delay once it went unused for 2 minutes: a quiet
+    # resource's healthy watch delivers only bookmarks, and its next failure must not wait the capped delay
+    client, clock = ScriptedClient(), FakeClock()
+    async with running(client, clock):
+        await fail_twice(client, clock)
+        client.streams[2].put_nowait(bookmark("12"))
+        client.streams[2].put_nowait(UNAVAILABLE)
+        await eventually(lambda: clock.pending() == [clock.now() + 4], "backed off 4 s again, not 16", timeout=2)
+
+
+async def test_a_watch_that_lasted_the_short_watch_threshold_resets_the_backoff() -> None:
+    # without bookmarks (an API server without its watch cache), a watch that lasted SHORT_WATCH (1 s, client-go's
+    # "very short watch" threshold) worked
+    client, clock = ScriptedClient(), FakeClock()
+    async with running(client, clock):
+        await fail_twice(client, clock)
+        clock.advance(1.0)
+        client.streams[2].put_nowait(UNAVAILABLE)
+        await eventually(lambda: clock.pending() == [clock.now() + 4], "backed off 4 s again, not 16", timeout=2)
+
+
+async def test_a_watch_accepted_then_failing_at_once_escalates_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    # the API server accepts every watch and sends an ERROR right away: no watch worked, so the failures count on
+    # and the fifth in a row is a warning (PERSISTENT_RETRIES), the repeats in between debug, as for a failed list
+    caplog.set_level(logging.DEBUG, logger="syncer.kube.informer")
+    client, clock = ScriptedClient(), FakeClock()
+    async with running(client, clock) as inf:
+        for i, delay in enumerate((4, 8, 16, 16, 16)):
+            await watching(client, i + 1)
+            client.streams[i].put_nowait(UNAVAILABLE)
+            await eventually(lambda d=delay: clock.pending() == [clock.now() + d], f"backed off {delay} s", timeout=2)
+            assert inf.last_error is not None and inf.last_error.status == 503
+            clock.advance(delay)
+        await watching(client, 6)
+        assert inf.last_error is None  # accepted: /readyz is green while it lasts
+    levels = [r.levelno for r in caplog.records if "HTTP 503" in r.getMessage()]
+    assert levels == [logging.INFO, logging.DEBUG, logging.DEBUG, logging.DEBUG, logging.WARNING]
+    assert not any("watching again" in r.getMessage() for r in caplog.records)
+
+
+class SlowlyRefused(ScriptedClient):
+    """Every watch request waits 2 s on `clock` and fails without an answer (a connect timeout)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    async def watch(self, res: Any, resource_version: str, namespace: str | None = None, *,
+                    on_connected: Callable[[], None] | None = None, **kw: Any) -> AsyncIterator[WatchEvent]:
+        self.streams.append(asyncio.Queue())
+        await sleep_or_stop(2.0, asyncio.Event(), self.clock)
+        raise ApiError(0, "ConnectionError", "connect timed out")
+        yield  # an async generator, as the client's
+
+
+async def test_a_watch_request_that_took_long_to_fail_does_not_reset_the_backoff() -> None:
+    # only a watch the server accepted counts as one that lasted
+    clock = FakeClock()
+    client = SlowlyRefused(clock)
+    async with running(client, clock) as inf:
+        for i, delay in enumerate((4, 8, 16)):
+            await watching(client, i + 1)
+            await asyncio.sleep(0.01)
+            clock.advance(2.0)
+            await eventually(lambda d=delay: clock.pending() == [clock.now() + d], f"backed off {delay} s", timeout=2)
+            assert inf.last_error is not None and inf.last_error.reason == "ConnectionError"
+            clock.advance(delay)

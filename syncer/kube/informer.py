@@ -160,6 +160,9 @@ class Informer:
         self._heard_at = 0.0  # watch_clock time the current watch stream last delivered an event (or started)
         self._events = 0  # events the current watch stream delivered
         self._short_watches = 0  # very short watches in a row
+        self._worked = False  # the current watch delivered an event that is no ERROR, or lasted SHORT_WATCH
+        self._accepted_at: float | None = None  # watch_clock time the server accepted the current watch
+        self._recovering: ApiError | None = None  # the failure before the watch accepted since (logged once it works)
 
     def add_handlers(self, handlers: Handlers) -> None:
         """Register handlers (before `run`)."""
@@ -175,7 +178,9 @@ class Informer:
         or watch; a second such "very short watch" in a row (an ApiError status 0, reason VeryShortWatch); a watch
         silent for `watch_idle_timeout` seconds (status 0, WatchStalled). A 410 Expired re-lists: at once when it
         is the first for `EXPIRED_BACKOFF_RESET` seconds, else after a backoff that doubles per such 410 (and sets
-        `last_error` meanwhile).
+        `last_error` meanwhile). The backoff and the count of failures that escalates their log start again once a
+        list succeeds or a watch works: it delivers an event that is no ERROR (a BOOKMARK counts), or lasts
+        `SHORT_WATCH` seconds after the server accepted it; a watch accepted and then failing is a failure.
         """
         while not stop.is_set():
             try:
@@ -246,11 +251,30 @@ class Informer:
             log.log(level, "%s: %s; retrying with backoff", self.name, e)
 
     def _connected(self) -> None:
+        """The server accepted a watch: `last_error` is cleared (readiness), but the failures still count until the
+        watch works (`_working`); one that only sends an ERROR is a failure like a refused request."""
+        self._accepted_at = self.watch_clock.now()
         if self.last_error is not None:
-            log.info("%s: watching again after: %s", self.name, self.last_error)
+            self._recovering = self.last_error
         self.last_error = None
+
+    def _working(self) -> None:
+        """A list succeeded, or a watch delivered an event that is no ERROR (a BOOKMARK counts) or lasted
+        `SHORT_WATCH` seconds: the backoff starts again from its initial delay and the failures from 0 (client-go's
+        reflector resets its backoff manager after 2 minutes without a failure: `wait.NewExponentialBackoffManager(
+        800ms, 30s, 2*time.Minute, 2.0, 1.0, clock)`, tools/cache/reflector.go). Logs the recovery once."""
+        self._worked = True
+        recovered, self._recovering = self.last_error or self._recovering, None
+        if recovered is not None:
+            log.info("%s: watching again after: %s", self.name, recovered)
+        self.last_error = None
+        self.backoff.reset()
         self._errors_seen.clear()
         self._failures = 0
+
+    def _lasted(self) -> bool:
+        """Whether the server accepted the current watch at least `SHORT_WATCH` seconds ago (on `watch_clock`)."""
+        return self._accepted_at is not None and self.watch_clock.now() - self._accepted_at >= SHORT_WATCH
 
     async def _list(self) -> None:
         # In chunks of `page_size`, as client-go's reflector lists (its pager asks for 500): each chunk is
@@ -279,8 +303,7 @@ class Informer:
                     self._dispatch_delete(old)
         self._rv = rv
         self.lists += 1
-        self.backoff.reset()
-        self._connected()
+        self._working()
         if self.lists > 1:
             for h in self.handlers:
                 try:
@@ -307,6 +330,7 @@ class Informer:
         clock, limit, rv = self.watch_clock, self.watch_idle_timeout, self._rv
         started = self._heard_at = clock.now()
         self._events = 0
+        self._worked, self._accepted_at = False, None
         reading = asyncio.ensure_future(self._read_watch(stop))
         silent_for: list[float] = []  # set once the watchdog broke the stream off
         timer: Timer | None = None
@@ -340,6 +364,8 @@ class Informer:
             reading.cancel()  # no effect once done
             if self._events:
                 self._short_watches = 0
+            if not self._worked and self._lasted():
+                self._working()  # before the failure that ended it counts
         duration = clock.now() - started
         if stop.is_set() or self._events or duration >= SHORT_WATCH:
             self._short_watches = 0
@@ -375,6 +401,8 @@ class Informer:
                 raise ApiError(int(status.get("code") or 500), str(status.get("reason") or "Unknown"),
                                str(status.get("message") or status), cluster=self.client.cluster, verb="watch",
                                resource=self.resource.qualified)
+            if not self._worked:
+                self._working()
             if not isinstance(ev.object, dict):
                 log.warning("%s: skipped a %s event whose object is not a JSON object", self.name, ev.type)
                 continue
@@ -396,7 +424,6 @@ class Informer:
                 log.warning("%s: skipped a watch event of unknown type %r", self.name, ev.type)
             if rv:
                 self._rv = rv
-            self.backoff.reset()
 
     def _apply_upsert(self, raw: Obj, *, listing: bool) -> str | None:
         try:
