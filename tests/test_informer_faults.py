@@ -319,3 +319,50 @@ async def test_a_watch_request_that_took_long_to_fail_does_not_reset_the_backoff
             await eventually(lambda d=delay: clock.pending() == [clock.now() + d], f"backed off {delay} s", timeout=2)
             assert inf.last_error is not None and inf.last_error.reason == "ConnectionError"
             clock.advance(delay)
+
+
+CONTINUE_EXPIRED = ("The provided continue parameter is too old to display a consistent list result. You can start "
+                    "a new list without the continue parameter")  # kube-apiserver's message (storage/errors.go)
+
+
+class Paged(ScriptedClient):
+    """Lists in two pages of 500 at resourceVersion 10 (`a`, then `b` after the continue token `tok`); unpaginated,
+    both at resourceVersion 20. `expire_continue`: the next continue token is refused with 410 Expired. `pages` is
+    (limit, continue token) of each list request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pages: list[tuple[int | None, str | None]] = []
+        self.expire_continue = False
+
+    async def list(self, res: Any, namespace: str | None = None, *, limit: int | None = None,
+                   continue_token: str | None = None, **kw: Any) -> dict[str, Any]:
+        self.lists += 1
+        self.pages.append((limit, continue_token))
+        await asyncio.sleep(0)
+        a, b = ({"metadata": {"name": n, "resourceVersion": "5"}} for n in "ab")
+        if continue_token and self.expire_continue:
+            self.expire_continue = False
+            raise ApiError(410, "Expired", CONTINUE_EXPIRED, cluster="fake", verb="list", resource="runtimeclasses")
+        if not limit:
+            return {"metadata": {"resourceVersion": "20"}, "items": [a, b]}
+        if continue_token:
+            return {"metadata": {"resourceVersion": "10"}, "items": [b]}
+        return {"metadata": {"resourceVersion": "10", "continue": "tok"}, "items": [a]}
+
+
+async def test_an_expired_continue_token_falls_back_to_one_full_list_at_once() -> None:
+    # client-go tools/pager/pager.go, FullListIfExpired (on by default): `if !m.FullListIfExpired ||
+    # !errors.IsResourceExpired(err) { return ... err }; options.Limit = 0; options.Continue = ""; result, err :=
+    # p.PageFn(ctx, options)`. Here after a 410 re-list: the continue token's 410 is not the re-list's 410 again.
+    client, clock = Paged(), FakeClock()
+    async with running(client, clock) as inf:
+        await watching(client, 1)
+        assert client.pages == [(500, None), (500, "tok")]
+        client.expire_continue = True
+        client.streams[0].put_nowait(EXPIRED)
+        await watching(client, 2)
+        assert client.pages[2:] == [(500, None), (500, "tok"), (None, None)]
+        assert client.watched_from == ["10", "20"] and inf.lists == 2 and inf.last_error is None
+        assert clock.pending() == [clock.now() + WATCH_IDLE_TIMEOUT]  # no backoff on the way
+        assert sorted(inf.store.list_keys()) == ["a", "b"]

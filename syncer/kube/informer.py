@@ -279,12 +279,21 @@ class Informer:
     async def _list(self) -> None:
         # In chunks of `page_size`, as client-go's reflector lists (its pager asks for 500): each chunk is
         # decoded and cached before the next arrives, so a large list never sits in memory whole.
+        # A continue token that expired (410) is followed by one list of everything at once, not a re-list from
+        # the first page after a backoff: client-go's pager (tools/pager/pager.go, FullListIfExpired).
         seen: set[str] = set()
         rv, token = "", None
+        limit: int | None = self.page_size
         while True:
-            result = await self.client.list(self.resource, self.namespace, label_selector=self.label_selector,
-                                            metadata_only=self.metadata_only, limit=self.page_size,
-                                            continue_token=token)
+            try:
+                result = await self.client.list(self.resource, self.namespace, label_selector=self.label_selector,
+                                                metadata_only=self.metadata_only, limit=limit, continue_token=token)
+            except ApiError as e:
+                if not (e.expired and token):
+                    raise
+                log.info("%s: the list's continue token expired; listing everything at once", self.name)
+                seen, rv, token, limit = set(), "", None, None
+                continue
             meta = result.get("metadata") or {}
             rv = rv or str(meta.get("resourceVersion") or "")
             items = list(reversed(result.get("items") or []))
