@@ -337,7 +337,9 @@ async def test_one_v8_call_per_object_gives_the_in_order_result_and_names_a_fail
     independent = with_patches(
         {"path": "metadata.labels['tier']", "expression": "context.hostObject.handler + '-tier'"},
         {"path": "scheduling.nodeSelector.sandbox", "expression": "value.toUpperCase()"},
-        {"path": "scheduling.tolerations[*].key", "expression": "value === 'dedicated' ? null : value"})
+        # a null deletes; an operator may go (empty means Equal), a key may not (an empty key needs Exists:
+        # kubernetes pkg/apis/core/validation ValidateTolerations), or the result is a patch failure
+        {"path": "scheduling.tolerations[*].operator", "expression": "value === 'Equal' ? null : value"})
     patcher = await Patcher.create(parse_config(independent), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
     assert patcher is not None and patcher.batched and patcher.engine is not None
     try:
@@ -348,7 +350,7 @@ async def test_one_v8_call_per_object_gives_the_in_order_result_and_names_a_fail
         assert await patcher.apply(host, host, None) == batched
         assert batched["metadata"]["labels"]["tier"] == "runsc-tier"
         assert batched["scheduling"]["nodeSelector"]["sandbox"] == "GVISOR"
-        assert [t.get("key") for t in batched["scheduling"]["tolerations"]] == ["sandbox", None]
+        assert [t.get("operator") for t in batched["scheduling"]["tolerations"]] == ["Exists", None]
     finally:
         await patcher.close()
 

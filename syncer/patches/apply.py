@@ -8,9 +8,9 @@ an expression reads `context.virtualObject`): what the reconciler compares again
 changes still flow through.
 
 A result the virtual API server would refuse (metadata not an object; labels or annotations not string maps,
-or with keys or values Kubernetes does not take; a missing handler or one that is not a DNS-1123 label:
-`_typed_field_problem`) is a patch failure naming the patch, like a throw: nothing is deleted or written and
-the last good copy is kept.
+or with keys or values Kubernetes does not take; a missing handler or one that is not a DNS-1123 label; a
+nodeSelector, toleration or overhead quantity Kubernetes refuses: `_typed_field_problem`) is a patch failure
+naming the patch, like a throw: nothing is deleted or written and the last good copy is kept.
 
 `reference` and `labels` patches follow vcluster's reference: they translate names and label selectors
 between host and virtual. A RuntimeClass is cluster-scoped and keeps its name and labels on both sides,
@@ -28,6 +28,7 @@ from syncer.config.model import RC_PATH, Patch, SyncerConfig
 from syncer.config.selector import dns1123_label_errors, label_value_errors, qualified_name_errors
 from syncer.kube.jsonutil import copy_json
 from syncer.patches.engine import CompileError, EngineUnavailable, JSEngine, PatchError
+from syncer.patches.fields import spec_problem
 from syncer.patches.path import Match, Segment, parse, resolve, segments_overlap
 
 Obj = dict[str, Any]
@@ -119,7 +120,9 @@ def _typed_field_problem(obj: Obj) -> str | None:
         - annotations: each key, lower-cased, a qualified name, keys and values together at most 256 KiB
           (apimachinery pkg/api/validation/objectmeta.go ValidateAnnotations);
         - handler present and a DNS-1123 label (kubernetes pkg/apis/node/validation/validation.go
-          ValidateRuntimeClass: NameIsDNSLabel(rc.Handler); a missing handler decodes as "", which fails it).
+          ValidateRuntimeClass: NameIsDNSLabel(rc.Handler); a missing handler decodes as "", which fails it);
+        - overhead.podFixed (quantities and resource names) and scheduling (nodeSelector, tolerations): the rest
+          of ValidateRuntimeClass, fields.spec_problem.
     """
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
@@ -159,7 +162,7 @@ def _typed_field_problem(obj: Obj) -> str | None:
     errs = dns1123_label_errors(handler)
     if errs:
         return f"the result at handler is not a valid handler {json.dumps(handler)}: {'; '.join(errs)}"
-    return None
+    return spec_problem(obj)
 
 
 class Patcher:
