@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -109,3 +110,66 @@ async def test_a_handler_change_with_a_refused_patch_result_keeps_the_old_copy(c
         "string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
         "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
         "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+
+async def test_a_patched_copy_the_api_server_refuses_for_a_rule_the_syncer_lacks_is_a_patch_failure(
+        clusters: Clusters) -> None:
+    # The backstop: a rule the syncer cannot know, such as a ValidatingAdmissionPolicy of the virtual cluster, whose
+    # denial is a 422 (kube-apiserver's policy/validating admission: reason Invalid unless the policy says otherwise).
+    # A 400/422 on a write of a patched copy is a patch failure: the event, the copy kept.
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", DEV))
+    good = await clusters.virtual.create(RUNTIMECLASSES, rc("gvisor", "runsc", DEV))  # the last good copy
+    denial = ("runtimeclasses.node.k8s.io \"gvisor\" is forbidden: ValidatingAdmissionPolicy 'no-patched' with "
+              "binding 'no-patched' denied request: failed expression: !has(object.metadata.annotations.patched)")
+    clusters.virtual_server.faults.fail(422, verb="update", resource="runtimeclasses", times=1000, message=denial)
+    doc = with_patches({"path": 'metadata.annotations["patched"]', "expression": '"yes"'})
+    async with patched_syncer(clusters, doc):
+        events = await wait_for(clusters.virtual, EVENTS, bool, namespace="default", what="PatchFailed")
+        kept = await clusters.virtual.get(RUNTIMECLASSES, "gvisor")
+    (event,) = events.values()
+    assert (event["type"], event["reason"], event["involvedObject"]["name"]) == ("Warning", "PatchFailed", "gvisor")
+    assert event["message"] == ('runtime class "gvisor": patches failed: the virtual API server refused the patched '
+                                f"copy: {denial}")
+    assert kept["metadata"]["resourceVersion"] == good["metadata"]["resourceVersion"]
+
+
+async def test_an_expression_with_a_new_value_each_time_writes_once_per_change(clusters: Clusters) -> None:
+    # Regression: each reconcile evaluated again and wrote, and the echo of that write was the next reconcile:
+    # String(Math.random()) wrote thousands of times a second.
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", DEV))
+    doc = with_patches({"path": 'metadata.annotations["synced-at"]', "expression": "String(Math.random())"})
+    async with patched_syncer(clusters, doc) as syncer:
+        await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o, what="synced")
+        await asyncio.sleep(0.5)
+        await syncer.wait_idle()
+        # the create, then the copy patched once with itself in scope (test_patches
+        # test_a_created_copy_is_patched_again_with_itself_in_scope), then quiet
+        assert [r[0] for r in rc_writes(clusters)] == ["POST", "PUT"]
+        await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"tier": "1"}}})
+        await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: o["gvisor"]["metadata"]["labels"].get("tier")
+                       == "1", what="the host change")
+        await asyncio.sleep(0.5)
+        await syncer.wait_idle()
+        assert [r[0] for r in rc_writes(clusters)] == ["POST", "PUT", "PUT"]  # one write for the host change
+
+
+async def test_a_copy_as_the_api_server_stores_it_is_not_written_again(clusters: Clusters) -> None:
+    # A real API server stores a quantity canonically (apimachinery resource.Quantity: "0.5" as "500m") and drops
+    # omitempty fields that are empty (node/v1 Scheduling.nodeSelector, .tolerations; core/v1 Toleration.value).
+    # The copy the syncer computes has the patch's forms; compared as they are, every reconcile wrote.
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", DEV, overhead={"podFixed": {"cpu": "250m"}},
+                                                  scheduling={"nodeSelector": {"a": "b"}, "tolerations": [
+                                                      {"key": "sandbox", "operator": "Exists", "value": ""}]}))
+    doc = with_patches({"path": 'overhead.podFixed["cpu"]', "expression": '"0.5"'},
+                       {"path": 'scheduling.nodeSelector["a"]', "expression": "null"},
+                       {"path": "scheduling.tolerations[*].value", "expression": '""'})
+    stored = rc("gvisor", "runsc", DEV, overhead={"podFixed": {"cpu": "500m"}},
+                scheduling={"tolerations": [{"key": "sandbox", "operator": "Exists"}]})
+    stored["metadata"]["annotations"] = {}
+    await clusters.virtual.create(RUNTIMECLASSES, stored)
+    before = len(rc_writes(clusters))
+    async with patched_syncer(clusters, doc) as syncer:
+        await syncer.wait_idle()
+        syncer.rc_queue.add("gvisor")
+        await syncer.wait_idle()
+    assert rc_writes(clusters)[before:] == []

@@ -16,14 +16,26 @@ With patches configured (behaviour.md section 5) the desired virtual object is t
 object after the patches. A failing patch (throw, timeout, out-of-memory) is logged with the object and
 the patch path, recorded as a Warning `PatchFailed` event on the virtual RuntimeClass when it exists,
 and retried with backoff; other RuntimeClasses are not held up. So is a result the virtual API server would
-refuse (syncer/patches/apply.py `_typed_field_problem`): it is found before anything is deleted or
-written, and the last good copy is kept.
+refuse (syncer/patches/apply.py `_typed_field_problem`, its scheduling and overhead rules in
+syncer/patches/fields.py): it is found before anything is deleted or written, and the last good copy is kept.
+Should the virtual API server still refuse a patched copy (400/422: a rule the syncer does not know), that is the
+same patch failure (`_refused`): the event, the copy kept, a retry with backoff.
+
+The syncer's own write of a patched copy is not evaluated again when its watch event arrives: while the host class
+and the virtual copy are at the resourceVersions of that write (`_written`), nothing has changed that the patches
+could read, and an expression that gives a new value each time (`Math.random()`, a date, a counter) would
+otherwise write on every echo of its last write. A created copy is the exception: it was patched with no
+`context.virtualObject`, so it is patched once more with itself in scope (as vcluster does), and that write's echo
+is quiet. So each real change (the host class, a tenant's edit of the copy, a restart) writes at most once more.
+
+The copy is compared with the desired object as the API server stores it (fields.stored_view: empty omitempty
+fields dropped, quantities by value), so that `0.5` stored as `500m` is not a difference written on every event.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NoReturn
 
 from syncer.config.model import SyncerConfig
 from syncer.controllers.gate import runtime_class_matches
@@ -42,6 +54,7 @@ from syncer.kube.controller import ReconcileError
 from syncer.kube.events import EventRecorder
 from syncer.kube.resources import RUNTIMECLASSES
 from syncer.patches.apply import Patcher, PatchFailed
+from syncer.patches.fields import stored_view
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +89,9 @@ class RuntimeClassReconciler:
         # patches its reconcile would find both classes as the create left them (with patches it runs, since a
         # patch may read context.virtualObject)
         self.own_writes = OwnWrites()
+        # with patches: name -> (host, virtual) resourceVersion after this process last replaced the patched copy;
+        # a reconcile that finds both so has nothing new to evaluate (the echo of that write; module doc)
+        self._written: dict[str, tuple[str, str]] = {}
 
     def watches(self, b: ControllerBuilder, sources: Sources) -> ControllerBuilder:
         """Declare the RuntimeClass controller's watches: for virtual RuntimeClasses (a class made locally is
@@ -112,6 +128,10 @@ class RuntimeClassReconciler:
         if created is not None and self.patcher is None and created == (_rv(self.host_rcs.get(name)),
                                                                         _rv(self.virtual_rcs.get(name))):
             return None  # both as this process left them when it created the class (patches may read it)
+        written = self._written.get(name)
+        if written is not None and written == (_rv(self.host_rcs.get(name)), _rv(self.virtual_rcs.get(name))):
+            return None  # the patched copy as this process last wrote it, from this host class
+        self._written.pop(name, None)
         host = self.host_rcs.full(name)
         actual = self.virtual_rcs.full(name)
         if is_controlled_by_other(host) or is_controlled_by_other(actual):
@@ -124,11 +144,7 @@ class RuntimeClassReconciler:
         try:
             desired = await self.desired(name, actual, host)
         except PatchFailed as e:
-            msg = f'runtime class "{name}": patch "{e.path}" failed: {e.reason}'
-            log.warning("%s", msg)
-            if actual is not None and self.recorder is not None:
-                await self.recorder.record(RUNTIMECLASSES, actual, "Warning", "PatchFailed", msg, "SyncRuntimeClass")
-            raise ReconcileError(msg) from None
+            await self._patch_failed(actual, f'runtime class "{name}": patch "{e.path}" failed: {e.reason}')
         if desired is None:
             if host is not None:
                 self._log_not_matching(name, host)
@@ -141,7 +157,7 @@ class RuntimeClassReconciler:
         self._refusal_logged.pop(name, None)
         if actual is None:
             log.info("create virtual runtime class %s: host runtime class %s matches the selector", name, name)
-            stored = await self._create(desired)
+            stored = await self._create(desired, actual)
             self.own_writes.created(stored, name)
             if host is not None:
                 self._created[name] = (_rv(host), _rv(stored))
@@ -151,21 +167,52 @@ class RuntimeClassReconciler:
             # would stay so; it goes (its finalizers removed) and the copy is made again
             log.info("re-create virtual runtime class %s: it is being deleted", name)
             await self._delete(actual)
-            self.own_writes.created(await self._create(desired), name)
+            self.own_writes.created(await self._create(desired, None), name)
             return None
-        if runtime_class_view(desired) == runtime_class_view(actual):
+        if stored_view(runtime_class_view(desired)) == stored_view(runtime_class_view(actual)):
             return None
         if desired.get("handler") != actual.get("handler"):
             log.info("re-create virtual runtime class %s: handler changed from %r to %r (the field is immutable)",
                      name, actual.get("handler"), desired.get("handler"))
             await self._delete(actual)
-            self.own_writes.created(await self._create(desired), name)
+            self.own_writes.created(await self._create(desired, None), name)
             return None
         log.info("update virtual runtime class %s: host runtime class %s changed", name, name)
         update = dict(desired)
         update["metadata"] = {**desired["metadata"], "resourceVersion": actual["metadata"].get("resourceVersion")}
-        await self.virtual.replace(RUNTIMECLASSES, update)
+        try:
+            stored = await self.virtual.replace(RUNTIMECLASSES, update)
+        except ApiError as e:
+            await self._refused(e, actual, name)
+            raise
+        if self.patcher is not None and host is not None:
+            self._written[name] = (_rv(host), _rv(stored))
         return None
+
+    async def _patch_failed(self, actual: Obj | None, msg: str) -> NoReturn:
+        """A patch failed (`msg` says which and why): log it, record the Warning `PatchFailed` event on the virtual
+        class `actual` when there is one, and raise ReconcileError (retried with backoff, nothing written).
+
+        Raises:
+            ReconcileError: always.
+        """
+        log.warning("%s", msg)
+        if actual is not None and self.recorder is not None:
+            await self.recorder.record(RUNTIMECLASSES, actual, "Warning", "PatchFailed", msg, "SyncRuntimeClass")
+        raise ReconcileError(msg) from None
+
+    async def _refused(self, e: ApiError, actual: Obj | None, name: str) -> None:
+        """With patches, a write of the patched copy of `name` that the virtual API server refused as invalid
+        (400 BadRequest: it could not decode it; 422 Invalid: validation; apiserver pkg/endpoints/handlers) is a
+        patch failure (`_patch_failed`, the event on `actual`); any other error, or any error without patches,
+        returns for the caller to raise.
+
+        Raises:
+            ReconcileError: the refusal, as a patch failure.
+        """
+        if self.patcher is not None and e.status in (400, 422):
+            await self._patch_failed(actual, f'runtime class "{name}": patches failed: the virtual API server '
+                                             f"refused the patched copy: {e.message}")
 
     def _log_not_matching(self, name: str, host: Obj) -> None:
         self._log_once(name, host, f"did not sync runtime class \"{name}\" because it does not match the selector "
@@ -178,10 +225,17 @@ class RuntimeClassReconciler:
             self._refusal_logged[name] = rv
             log.log(level, "%s", message)
 
-    async def _create(self, desired: Obj) -> Obj:
+    async def _create(self, desired: Obj, actual: Obj | None) -> Obj:
+        """Create `desired`; `actual`: the virtual class to attach a patch failure's event to (`_refused`).
+
+        Raises:
+            ApiError: the create failed (409 when the cache was behind).
+            ReconcileError: the virtual API server refused a patched copy.
+        """
         try:
             return await self.virtual.create(RUNTIMECLASSES, desired)
         except ApiError as e:
+            await self._refused(e, actual, desired["metadata"]["name"])
             if not e.already_exists:
                 raise
             # The cache was behind: the next watch event brings the object and a fresh reconcile.
