@@ -16,8 +16,10 @@ election; only a leader that cannot renew within `renew_deadline` stops.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import logging
+import time
 from collections.abc import Awaitable
 from typing import Any, cast
 
@@ -30,6 +32,7 @@ from kubernetes_asyncio.leaderelection.resourcelock.baselock import BaseLock
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 
 from syncer.kube.client import ApiError, KubeClient
+from syncer.kube.clock import Clock, RealClock
 from syncer.kube.resources import LEASES
 
 log = logging.getLogger(__name__)
@@ -111,16 +114,58 @@ class _BoundedElection(leaderelection.LeaderElection):
     Args:
         config: the library's configuration (lock, lease_duration, renew_deadline, retry_period in seconds).
         describe: names the candidate and the Lease in log messages.
+        clock: the monotonic clock a Lease's expiry is judged on (default the real one; tests pass a FakeClock).
     Attributes:
         renewed_at: the event loop's monotonic time (seconds) at which the last successful attempt began
             (`-inf` before the first): the Lease was written no earlier, so another candidate cannot take it
             before `renewed_at + lease_duration`.
     """
 
-    def __init__(self, config: electionconfig.Config, describe: str) -> None:
+    def __init__(self, config: electionconfig.Config, describe: str, clock: Clock | None = None) -> None:
         super().__init__(config)
         self.describe = describe
         self.renewed_at = float("-inf")
+        self.clock: Clock = clock or RealClock()
+        self.observed_at = float("-inf")  # `clock` seconds at which `observed_record` was last seen to change
+
+    async def _acquire_or_renew(self) -> bool:
+        """The library's `try_acquire_or_renew` (its create, update and record handling), with the holder's lease
+        judged expired on `clock`: `lease_duration` seconds after this candidate last saw the record change (client-go
+        `tryAcquireOrRenew`: `le.observedTime.Add(leaseDuration).After(now)`, monotonic readings of `time.Now()`).
+        The library compares `time.time()` readings: a wall-clock step forward (NTP) made a follower take a Lease its
+        holder still renews. The times written into the Lease stay wall-clock times."""
+        config, lock = self.election_config, self.election_config.lock
+        now = str(datetime.datetime.fromtimestamp(time.time()))
+        found, old = await lock.get(lock.name, lock.namespace)
+        record = LeaderElectionRecord(lock.identity, str(config.lease_duration), now, now)
+        if not found:
+            if not isinstance(old, ApiException) or old.status != 404:
+                log.warning("%s: could not acquire or renew the lease: %s", self.describe,
+                            _describe(old) if isinstance(old, ApiException) else old)
+                return False
+            if not await lock.create(lock.name, lock.namespace, record):
+                return False
+            self.observed_record, self.observed_at = record, self.clock.now()
+            return True
+        if not isinstance(old, LeaderElectionRecord) or None in (old.holder_identity, old.lease_duration,
+                                                                 old.acquire_time, old.renew_time):
+            return await self.update_lock(record)
+        seen = self.observed_record
+        if seen is None or old.__dict__ != seen.__dict__:
+            seen = self.observed_record = old
+            self.observed_at = self.clock.now()
+        if seen.holder_identity != lock.identity and self.observed_at + config.lease_duration > self.clock.now():
+            return False  # held, and not expired
+        if seen.holder_identity == lock.identity:
+            record.acquire_time = seen.acquire_time
+        return await self.update_lock(record)
+
+    async def update_lock(self, leader_election_record: LeaderElectionRecord) -> bool:
+        """The library's write of the record; a success is an observation at `clock`'s now."""
+        ok = bool(await super().update_lock(leader_election_record))
+        if ok:
+            self.observed_at = self.clock.now()
+        return ok
 
     async def try_acquire_or_renew(self) -> bool:
         """One attempt (the library's): True when this candidate holds the Lease afterwards.
@@ -131,7 +176,7 @@ class _BoundedElection(leaderelection.LeaderElection):
         """
         began = asyncio.get_running_loop().time()
         try:
-            ok = await super().try_acquire_or_renew()
+            ok = await self._acquire_or_renew()
         except _RETRIED as e:
             log.warning("%s: could not acquire or renew the lease: %s: %s", self.describe, type(e).__name__, e)
             return False
