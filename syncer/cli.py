@@ -1,10 +1,10 @@
 """Command line: `runtimeclass-syncer run | validate | policy | demo` (behaviour.md sections 6 and 7).
 
 Exit status: 0 on success and on a clean stop (SIGTERM/SIGINT); 2 for an invalid configuration, policy
-or command line (reported before any API request); 1 when `run` cannot bind its probe or metrics port or
-loses its lease, and when `policy` cannot reach the host or the host shows a problem of the policy (an
-unusable default). `run` does not exit for a kubeconfig it cannot read yet or an API server that is down:
-it waits, saying so in its log and in `/readyz` (syncer/startup.py).
+or command line (reported before any API request); 1 when `run` cannot bind its probe or metrics port, and
+when `policy` cannot reach the host or the host shows a problem of the policy (an unusable default). `run` does
+not exit for a kubeconfig it cannot read yet, an API server that is down or a lost lease (it campaigns again as a
+follower): it waits, saying so in its log and in `/readyz` (syncer/startup.py).
 """
 
 from __future__ import annotations
@@ -330,11 +330,13 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
                          "enabled" if config.enabled else "disabled", str(config.selector) or "<everything>")
                 await syncer.run(halt, elector)
             startup.syncer = None
-            if syncer.lost_leadership:
-                log.error("exiting: leadership lost (a restart rejoins the election as a follower)")
-                return EXIT_FAILURE
             if stop.is_set():
                 break
+            if syncer.lost_leadership:  # every writer stopped: campaign again in this process, as a follower
+                # An exit would take the vcluster pod out of its Service until the kubelet restarted the sidecar
+                # (with CrashLoopBackOff's growing wait if it repeats); the identity is kept, so no other replica
+                # having taken the Lease meanwhile, this one leads again as soon as the host answers.
+                log.error("leadership lost: every controller stopped; campaigning again as a follower")
     log.info("stopped")
     return EXIT_OK
 

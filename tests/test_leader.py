@@ -16,7 +16,7 @@ from syncer.kube.client import KubeClient
 from syncer.kube.leader import LeaderElector
 from syncer.kube.resources import LEASES, RUNTIMECLASSES
 from syncer.manager import Options, Syncer
-from tests.conftest import HOST_NS, VCLUSTER, Clusters, rc, virtual_rc_names
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, rc, virtual_rc_names
 from tests.procs import SyncerProcess
 
 FAST = ["--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1"]  # retry >= 1 s (library)
@@ -62,6 +62,32 @@ async def test_failover_between_two_processes(clusters: Clusters) -> None:
             if p.proc is not None and p.proc.returncode is None:
                 await p.stop("kill")
 
+
+
+async def test_a_lost_lease_rejoins_the_election_in_the_same_process(clusters: Clusters) -> None:
+    # The sidecar shares the vcluster pod: an exit would make the pod NotReady (the tenants' API server leaves the
+    # chart's Service) until the kubelet restarts it. It stops writing, campaigns again, and leads once it can.
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+    args = ["--config", "examples/vcluster-matchlabels.yaml", "--virtual-kubeconfig", str(clusters.virtual_kubeconfig),
+            "--host-kubeconfig", str(clusters.host_kubeconfig), "--vcluster-name", VCLUSTER,
+            "--host-namespace", HOST_NS, "--leader-elect", *FAST]
+    p = await SyncerProcess(*args).start()
+    try:
+        await p.wait_for_line("became the leader")
+        await virtual_rc_names(clusters, lambda n: n == {"gvisor"}, "synced by the leader")
+        down = clusters.host_server.faults.fail(503, resource="leases", times=10_000)  # no renewal answered
+        lost = await p.wait_for_line("leadership lost", timeout=20)
+        seen = len(p.lines)
+        down.times = 0  # the host answers again
+        await eventually(lambda: any("became the leader" in line for line in p.lines[seen:]), "leading again", 20)
+        assert p.proc is not None and p.proc.returncode is None
+        await clusters.host.create(RUNTIMECLASSES, rc("youki", labels={"environment": "development"}))
+        await virtual_rc_names(clusters, lambda n: n == {"gvisor", "youki"}, "synced after leading again")
+        assert "campaigning again as a follower" in lost
+        assert await p.stop() == 0
+    finally:
+        if p.proc is not None and p.proc.returncode is None:
+            await p.stop("kill")
 
 async def _first_leader(a: SyncerProcess, b: SyncerProcess) -> SyncerProcess:
     ta = asyncio.create_task(a.wait_for_line("became the leader"))

@@ -912,6 +912,9 @@ LISTED = (
              'self.observed_at + config.lease_duration > self.clock.now():',
              'self.observed_at + config.lease_duration > time.time():',
              ('tests/test_leader_clock.py', '-k', 'wall_clock_step')),
+    Mutation("a lost lease exits the sidecar (its vcluster pod NotReady until the restart)", "syncer/cli.py",
+             'log.error("leadership lost: every controller stopped; campaigning again as a follower")',
+             "return EXIT_FAILURE", ("tests/test_leader.py", "-k", "rejoins")),
 )
 
 
