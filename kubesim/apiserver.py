@@ -1020,7 +1020,9 @@ class EmbeddedAPIServer:
         terminationGracePeriodSeconds; 0 for a pod not scheduled or finished) and bumps the generation; a later one
         may only shorten the period (deletionTimestamp moves back by the difference). The pod stays while the
         period is above 0 or finalizers remain, and goes once both are spent (its last finalizer's removal deletes
-        a pod whose period is 0)."""
+        a pod whose period is 0). As `Store.updateForGracefulDeletionAndFinalizers` (staging/src/k8s.io/apiserver/
+        pkg/registry/generic/registry/store.go), a graceful delete is written first, even one with a period of 0
+        (an unscheduled pod's, the kubelet's last): watches see MODIFIED with the deletionTimestamp, then DELETED."""
         meta = old["metadata"]
         if grace is not None and grace < 0:
             grace = 1  # negative values are treated as 1 s on the delete path
@@ -1044,9 +1046,12 @@ class EmbeddedAPIServer:
             if int(meta.get("generation") or 0) > 0:
                 new["metadata"]["generation"] = int(meta["generation"]) + 1
         new["metadata"]["deletionGracePeriodSeconds"] = grace
+        # Store.updateForGracefulDeletionAndFinalizers writes the graceful deletion first (a MODIFIED event), whatever
+        # the period; only with the period at 0 and no finalizers does Store.Delete then delete it (DELETED)
+        written = self.storage.write(PODS, new, old)
         if grace > 0 or new["metadata"].get("finalizers"):
-            return self.storage.write(PODS, new, old)
-        return self._delete_now(PODS, old)
+            return written
+        return self._delete_now(PODS, written)
 
     def _delete_obj(self, res: APIResource, old: Obj, grace: int | None = None) -> Obj:
         """Delete `old` as its registry does: a pod gracefully (`_delete_pod`), a namespace by its lifecycle,

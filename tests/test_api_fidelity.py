@@ -356,6 +356,40 @@ async def test_a_graceful_deletion_may_only_be_shortened_and_ends_with_the_last_
     assert err.value.not_found
 
 
+async def test_a_pod_delete_is_watched_as_an_update_then_a_deletion(clusters: Clusters) -> None:
+    # Store.updateForGracefulDeletionAndFinalizers (staging/src/k8s.io/apiserver/pkg/registry/generic/registry/
+    # store.go) writes what rest.BeforeDelete set (deletionTimestamp, deletionGracePeriodSeconds) through
+    # GuaranteedUpdate before Store.Delete removes the object when the period is 0 (lastGraceful == 0): MODIFIED, then
+    # DELETED. The pod strategy's CheckGracefulDelete (pkg/registry/core/pod/strategy.go) makes the period 0 for a pod
+    # with no spec.nodeName; the kubelet's last delete (grace 0) shortens a pending one to 0. An object with finalizers
+    # is only updated (markAsDeleting: deletionGracePeriodSeconds 0).
+    h = clusters.host
+    await h.create(PODS, pod("unscheduled"), NS)
+    await h.create(PODS, pod("running"), NS)
+    await h.bind("running", NS, "node-1")
+    await h.create(CONFIGMAPS, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}, NS)
+    start = (await h.list(PODS, NS))["metadata"]["resourceVersion"]
+    await h.delete(PODS, "unscheduled", NS, grace_period_seconds=30)
+    await h.delete(PODS, "running", NS, grace_period_seconds=20)
+    await h.delete(PODS, "running", NS, grace_period_seconds=0)  # the kubelet's last delete
+    seen: list[tuple[str, str, int | None, bool]] = []
+    async for ev in h.watch(PODS, start, NS, timeout_seconds=5, bookmarks=False):
+        meta = ev.object["metadata"]
+        seen.append((ev.type, meta["name"], meta.get("deletionGracePeriodSeconds"), "deletionTimestamp" in meta))
+        if len(seen) == 5:
+            break
+    assert seen == [("MODIFIED", "unscheduled", 0, True), ("DELETED", "unscheduled", 0, True),
+                    ("MODIFIED", "running", 20, True), ("MODIFIED", "running", 0, True),
+                    ("DELETED", "running", 0, True)]
+    cm_start = (await h.list(CONFIGMAPS, NS))["metadata"]["resourceVersion"]
+    await h.delete(CONFIGMAPS, "held", NS)
+    async for ev in h.watch(CONFIGMAPS, cm_start, NS, timeout_seconds=5, bookmarks=False):
+        meta = ev.object["metadata"]
+        assert (ev.type, meta["name"], meta.get("deletionGracePeriodSeconds")) == ("MODIFIED", "held", 0)
+        assert meta["deletionTimestamp"]
+        break
+
+
 async def test_metadata_only_lists_and_watches(clusters: Clusters) -> None:
     await clusters.host.create(SECRETS, {"metadata": {"name": "s", "labels": {"a": "b"}},
                                          "stringData": {"password": "x"}}, NS)
