@@ -60,6 +60,7 @@ from syncer.kube.resources import (
 log = logging.getLogger(__name__)
 
 _USER = web.RequestKey("user", str)  # the authenticated user of a request
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # v1.LabelMetadataName (staging/src/k8s.io/api/core/v1)
 _INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 # The resources whose registry strategy answers false to AllowUnconditionalUpdate, so that an update (PUT) must
@@ -190,6 +191,16 @@ def _storage_uid_error(res: APIResource, obj: Obj, uid: str) -> str:
             f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta['uid']}")
 
 
+def _label_namespace_name(ns: Obj) -> None:
+    """Set a namespace's `kubernetes.io/metadata.name` label to its name, whatever the request said (replaced if
+    different, put back if removed), as kube-apiserver does on every create and update since 1.21 (the
+    NamespaceDefaultLabelName feature, GA and gate removed in 1.24): the v1 defaulting `SetDefaults_Namespace`
+    (pkg/apis/core/v1/defaults.go) and, for a name made from generateName, `namespaceStrategy.Canonicalize`
+    (pkg/registry/core/namespace/strategy.go)."""
+    meta = ns["metadata"]
+    meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: meta["name"]}
+
+
 def _dry_run(values: Any, kind: str) -> bool:
     """Whether a write is a dry run (`dryRun=All`), its values checked as the handlers check every write's options
     (`ValidateDryRun`, k8s.io/apimachinery pkg/apis/meta/v1/validation/validation.go: only `All`): an unknown value
@@ -253,6 +264,7 @@ class EmbeddedAPIServer:
             obj = {"apiVersion": "v1", "kind": "Namespace",
                    "metadata": {"name": ns, "uid": str(uuid.uuid4()), "creationTimestamp": now_rfc3339()},
                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+            _label_namespace_name(obj)
             self.storage.write(NAMESPACES, obj, None)
             self._namespace_created(ns)
         for pc_name, value in admission.SYSTEM_PRIORITY_CLASSES.items():  # the API server's bootstrap classes
@@ -774,6 +786,7 @@ class EmbeddedAPIServer:
             # the namespace strategy's PrepareForCreate: the `kubernetes` finalizer the namespace controller removes
             obj["spec"] = {**spec, "finalizers": finalizers if "kubernetes" in finalizers else [*finalizers,
                                                                                              "kubernetes"]}
+            _label_namespace_name(obj)  # after generateName, as the strategy's Canonicalize
         if res == SERVICES and not dry_run:
             self._allocate_cluster_ip(obj)
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
@@ -864,6 +877,8 @@ class EmbeddedAPIServer:
             if new["spec"]["finalizers"] is None:
                 del new["spec"]["finalizers"]
             admission.admit_namespace_pod_security(new, old)
+        if res == NAMESPACES:
+            _label_namespace_name(new)  # every update, status and finalize too (the v1 defaulting on decode)
         if res == PODS and sub != "status":  # PodSecurity ignores the status subresource only
             namespace = self.storage.get(NAMESPACES, "", old["metadata"]["namespace"]) or {}
             admission.admit_pod_security_update(new, old, (namespace.get("metadata") or {}).get("labels"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import logging
 import random
@@ -25,7 +26,15 @@ from typing import Any
 
 from kubesim.apiserver import EmbeddedAPIServer
 from kubesim.kubelet import FakeKubelet
-from kubesim.vcluster import CONTROLLED_BY, MANAGED_BY, NAMESPACE_LABEL, OBJECT_NAME, OBJECT_UID, host_name
+from kubesim.vcluster import (
+    CONTROLLED_BY,
+    MANAGED_BY,
+    NAMESPACE_LABEL,
+    OBJECT_NAME,
+    OBJECT_UID,
+    host_name,
+    safe_concat_name,
+)
 from kubesim.vcluster_standin import VClusterResourceSyncers, create_vcluster_host_objects
 from syncer.config.model import SyncerConfig, parse_config
 from syncer.kube.client import ApiError, KubeClient
@@ -37,6 +46,10 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 VCLUSTER = "chaos"
 HOST_NS = "vc-chaos"
+# vcluster's HostLabelNamespace of kubernetes.io/metadata.name, the label kube-apiserver gives every namespace
+# (SetDefaults_Namespace, pkg/apis/core/v1/defaults.go), so every host pod of `default` carries it as an ns-label
+DEFAULT_NS_LABEL = safe_concat_name("vcluster.loft.sh/ns-label", VCLUSTER, "x",
+                                    hashlib.sha256(b"kubernetes.io/metadata.name").hexdigest()[:10])
 SYNCER_AGENT = "runtimeclass-syncer (chaos)"
 DRIVER_AGENT = "chaos-driver"
 KUBELET_AGENT = "chaos-kubelet"
@@ -541,8 +554,10 @@ class Scenario:
             elif allowed and deleting:  # rows 11 and 8: the host pod is deleted, then the virtual pod
                 out.append(f"pod {name}: being deleted, its class allowed, and still there")
             elif allowed:
-                # section 3, host metadata: the virtual pod's labels plus managed-by and the namespace label
-                want = {**(v["metadata"].get("labels") or {}), MANAGED_BY: VCLUSTER, NAMESPACE_LABEL: "default"}
+                # section 3, host metadata: the virtual pod's labels plus managed-by, the namespace label and the
+                # virtual namespace's labels as ns-labels: `default` has kube-apiserver's kubernetes.io/metadata.name
+                want = {**(v["metadata"].get("labels") or {}), MANAGED_BY: VCLUSTER, NAMESPACE_LABEL: "default",
+                        DEFAULT_NS_LABEL: "default"}
                 if h["metadata"].get("labels") != want:
                     out.append(f"pod {name}: host labels {h['metadata'].get('labels')} != {want}")
                 # a host controller's label stays on the host pod it wrote it on (and so, above, reaches the

@@ -413,6 +413,28 @@ async def test_namespaces_get_a_default_service_account_and_the_root_ca(clusters
     assert "BEGIN CERTIFICATE" in ca["data"]["ca.crt"]
 
 
+async def test_namespaces_are_labelled_with_their_name_on_create_and_update(clusters: Clusters) -> None:
+    # kubernetes.io/metadata.name (v1.LabelMetadataName), set to the name on every write since 1.21:
+    # SetDefaults_Namespace (pkg/apis/core/v1/defaults.go) and namespaceStrategy.Canonicalize (pkg/registry/core/
+    # namespace/strategy.go), which also covers a name made from generateName; a different value or its removal is
+    # overwritten
+    h = clusters.host
+    created = await h.create(NAMESPACES, {"metadata": {"name": "team", "labels": {
+        "kubernetes.io/metadata.name": "other", "tier": "a"}}})
+    assert created["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team", "tier": "a"}
+    generated = await h.create(NAMESPACES, {"metadata": {"generateName": "gen-"}})
+    assert generated["metadata"]["labels"] == {"kubernetes.io/metadata.name": generated["metadata"]["name"]}
+    patched = await h.patch(NAMESPACES, "team", {"metadata": {"labels": {"kubernetes.io/metadata.name": None}}})
+    assert patched["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team", "tier": "a"}
+    body = copy.deepcopy(patched)
+    body["metadata"]["labels"] = {"kubernetes.io/metadata.name": "x"}
+    assert (await h.replace(NAMESPACES, body))["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team"}
+    assert (await h.get(NAMESPACES, "kube-system"))["metadata"]["labels"] == {
+        "kubernetes.io/metadata.name": "kube-system"}
+    listed = await h.list(NAMESPACES, label_selector="kubernetes.io/metadata.name=team")
+    assert [n["metadata"]["name"] for n in listed["items"]] == ["team"]
+
+
 async def test_services_get_cluster_ips(clusters: Clusters) -> None:
     a = await clusters.host.create(SERVICES, {"metadata": {"name": "a"}, "spec": {"ports": [{"port": 80}]}}, NS)
     b = await clusters.host.create(SERVICES, {"metadata": {"name": "b"}, "spec": {"ports": [{"port": 80}]}}, NS)

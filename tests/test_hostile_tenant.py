@@ -204,7 +204,10 @@ def check_host_state(run: Run, use_secrets: bool) -> None:
                                                 for c in hp["spec"].get(fld) or []}, f"host pod {name}: images"
         for k in ann:
             assert not k.startswith("runtimeclass-syncer.io/") or k in OWN_ANNOTATIONS, f"{name}: annotation {k}"
-        allowed = {MANAGED_BY, NAMESPACE_LABEL, *(vcluster_label(k) for k in REWRITTEN)}
+        # the virtual namespace's kubernetes.io/metadata.name (kube-apiserver's SetDefaults_Namespace) as an ns-label
+        assert labels.get(ns_label("kubernetes.io/metadata.name")) == key.split("/")[0], f"{name}: ns-label"
+        allowed = {MANAGED_BY, NAMESPACE_LABEL, ns_label("kubernetes.io/metadata.name"),
+                   *(vcluster_label(k) for k in REWRITTEN)}
         for k in labels:
             assert not k.startswith(("vcluster.loft.sh/", "runtimeclass-syncer.io/")) or k in allowed, \
                 f"{name}: label {k}"

@@ -51,8 +51,11 @@ async def test_matching_class_syncs_with_translated_metadata(clusters: Clusters)
         vpod = await clusters.virtual.create(PODS, p, "default")
         pods = await host_pods(clusters, lambda o: "web-x-default-x-test" in o, "host pod for web")
     hp = pods["web-x-default-x-test"]
+    # the virtual namespace's labels go along as vcluster's ns-labels (HostLabelNamespace: sha256(key)[:10]), and
+    # kube-apiserver labels every namespace kubernetes.io/metadata.name=<name> (SetDefaults_Namespace)
     assert hp["metadata"]["labels"] == {"app": "web", "vcluster.loft.sh/managed-by": VCLUSTER,
-                                        "vcluster.loft.sh/namespace": "default"}
+                                        "vcluster.loft.sh/namespace": "default",
+                                        "vcluster.loft.sh/ns-label-test-x-cf1227b7b2": "default"}
     ann = hp["metadata"]["annotations"]
     assert ann["note"] == "x" and ann["vcluster.loft.sh/object-name"] == "web"
     assert ann["vcluster.loft.sh/object-namespace"] == "default"
