@@ -498,6 +498,23 @@ async def test_token_requests_and_bearer_authentication(clusters: Clusters) -> N
     assert err.value.not_found
 
 
+async def test_a_dry_run_token_request_still_issues_a_token(clusters: Clusters) -> None:
+    # TokenREST.Create (pkg/registry/core/serviceaccount/storage/token.go) never reads options.DryRun: a TokenRequest
+    # stores nothing, so dryRun=All changes nothing and the answer carries a real, signed token. Only the create
+    # handler's ValidateCreateOptions (apiserver pkg/endpoints/handlers/create.go) looks at it: an unknown value is 422.
+    url = f"{clusters.host_server.url}/api/v1/namespaces/{NS}/serviceaccounts/default/token"
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{url}?dryRun=All", json=body) as r:
+            answer = await r.json()
+            assert (r.status, answer["kind"]) == (201, "TokenRequest")
+        async with http.post(f"{url}?dryRun=x", json=body) as r:
+            status = await r.json()
+            assert (r.status, status["message"]) == (422, 'CreateOptions.meta.k8s.io "" is invalid: dryRun: '
+                                                          'Unsupported value: []string{"x"}: supported values: "All"')
+    assert await whoami(clusters.host, answer["status"]["token"]) == "system:serviceaccount:default:default"
+
+
 async def test_a_token_request_is_refused_as_the_token_rest_refuses_it(clusters: Clusters) -> None:
     # pkg/registry/core/serviceaccount/storage/token.go (TokenREST.Create): a pod bound to must run as the service
     # account (400), a uid given must be the bound object's (errors.NewConflict on schema.GroupResource{Group:
