@@ -604,6 +604,14 @@ class EmbeddedAPIServer:
         return rv, (str(ns), str(name))
 
     async def _watch(self, request: web.Request, res: APIResource, namespace: str | None) -> web.StreamResponse:
+        """A watch as kube-apiserver's watch cache serves it (staging/src/k8s.io/apiserver/pkg/storage/cacher):
+        from no resourceVersion (or "0"), the current objects as ADDED first; from one older than the history, an
+        ERROR event with 410 Expired (`getAllEventsSinceLocked`: "too old resource version"); from one still in
+        it, the changes after it. A resourceVersion ahead of the server's (a client's position from another
+        etcd, say, or one made up) is accepted without waiting or an error (`waitUntilWatchCacheFreshAndForce
+        AllEvents` blocks only a watch with sendInitialEvents, which is not served here), and, as
+        `cacheWatcher.process` sends "only events newer than resourceVersion", no event or bookmark at or below it
+        is sent: the stream stays silent until the server's resourceVersion passes it."""
         matches = self._selectors(request)
         rv_param = request.query.get("resourceVersion", "")
         try:
@@ -636,6 +644,8 @@ class EmbeddedAPIServer:
                 try:
                     change = await asyncio.wait_for(watcher.queue.get(), wait)
                 except TimeoutError:
+                    if since is not None and self.storage.rv <= since:
+                        continue  # no bookmark at or below a watch's resourceVersion either (cacheWatcher.process)
                     # A bookmark says every change up to its version was sent (a client resumes after it), so
                     # it goes out only when nothing waits in the queue: a wait that timed out in the same turn
                     # as a cut of the stream (its end marker queued, the watch unregistered, later changes no
@@ -648,6 +658,8 @@ class EmbeddedAPIServer:
                     continue
                 if change is None:
                     break
+                if since is not None and change.rv <= since:
+                    continue  # a watch from a resourceVersion ahead of the server's: cacheWatcher.process
                 await self._send(resp, res, watcher, change, table, metadata_only)
         except (ConnectionResetError, asyncio.CancelledError):
             pass

@@ -286,6 +286,35 @@ async def test_restart_keeps_or_wipes_state(clusters: Clusters) -> None:
     assert err.value.not_found
 
 
+async def test_a_watch_from_a_resource_version_ahead_gets_only_newer_events(clusters: Clusters) -> None:
+    # After etcd is emptied a client may hold a resourceVersion the server has not reached. Cacher.Watch
+    # (staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go) accepts it without waiting (waitUntilWatchCache
+    # FreshAndForceAllEvents blocks only a watch with sendInitialEvents) and cacheWatcher.process (cache_watcher.go)
+    # sends "only events newer than resourceVersion", bookmarks included
+    h, server = clusters.host, clusters.host_server
+    await h.create(RUNTIMECLASSES, rc("old"))
+    await server.restart(wipe=True)
+    ahead = int((await h.list(RUNTIMECLASSES))["metadata"]["resourceVersion"]) + 3
+    connected = asyncio.Event()
+    seen: list[tuple[str, str | None, int]] = []
+
+    async def watch() -> None:
+        async for ev in h.watch(RUNTIMECLASSES, str(ahead), timeout_seconds=10, on_connected=connected.set):
+            meta = ev.object["metadata"]
+            seen.append((ev.type, meta.get("name"), int(meta["resourceVersion"])))
+            if meta.get("name") == "e":
+                return
+
+    task = asyncio.create_task(watch())
+    await asyncio.wait_for(connected.wait(), 5)
+    await asyncio.sleep(2 * server.bookmark_interval)  # a bookmark now would be behind the watch's position
+    for name in ("a", "b", "c", "d", "e"):
+        await h.create(RUNTIMECLASSES, rc(name))
+    await asyncio.wait_for(task, 10)
+    assert [(t, n) for t, n, _ in seen if t != "BOOKMARK"] == [("ADDED", "d"), ("ADDED", "e")]
+    assert all(rv > ahead for _, _, rv in seen)
+
+
 async def test_chunked_list_with_continue_tokens(clusters: Clusters) -> None:
     h = clusters.host
     for name in ("a", "b", "c", "d", "e"):
