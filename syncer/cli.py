@@ -58,8 +58,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="API server URL to use instead of the virtual kubeconfig's own (its CA and credentials "
                           "stay), e.g. https://localhost:8443 beside vcluster in its pod")
     run.add_argument("--host-kubeconfig", help="kubeconfig of the host cluster (default: in-cluster config)")
-    run.add_argument("--vcluster-name", required=True, help="name of the vcluster (host pod names, labels)")
-    run.add_argument("--host-namespace", required=True, help="host namespace that receives the pods")
+    run.add_argument("--vcluster-name", required=True, type=_dns1123_label,
+                     help="name of the vcluster (host pod names, labels)")
+    run.add_argument("--host-namespace", required=True, type=_dns1123_label,
+                     help="host namespace that receives the pods")
     run.add_argument("--health-probe-bind-address", default="", type=_bind_address,
                      help="serve /healthz and /readyz here, e.g. :8081 (every IPv4 and IPv6 address), "
                           "127.0.0.1:8081 or [::1]:8081 (default: off)")
@@ -168,6 +170,23 @@ def _token_lifetime(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{value} s is shorter than the 600 s the API server allows for a token "
                                          "(0 keeps vcluster's ten-year tokens)")
     return value
+
+
+def _dns1123_label(text: str) -> str:
+    """`--vcluster-name`, `--host-namespace`: a DNS-1123 label, as a namespace name must be (apimachinery
+    `IsDNS1123Label`; the vcluster's name is in every host pod's name and `vcluster.loft.sh/managed-by` label). An
+    empty one (the pod's `release` label missing) or an unexpanded `$(VCLUSTER_NAME)` would otherwise start a syncer
+    that waits for ever for objects no one can create, with `/readyz` green.
+
+    Raises:
+        argparse.ArgumentTypeError: the errors of `IsDNS1123Label`, with the value.
+    """
+    from syncer.config.selector import dns1123_label_errors
+
+    errors = dns1123_label_errors(text)
+    if errors:
+        raise argparse.ArgumentTypeError(f"{text!r}: " + "; ".join(errors))
+    return text
 
 
 def _positive_int(text: str) -> int:

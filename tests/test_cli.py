@@ -249,10 +249,15 @@ async def test_the_demo_runs_from_a_plain_install_outside_the_checkout(tmp_path:
     assert "SYNCED   gvisor" in text and "REFUSED  default/microvm-kata-qemu" in text
 
 
-# Each numeric flag of `run` out of its range: exit 2, an invalid command line (the module docstring of syncer/cli.py,
+LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
+             "end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+
+
+# Each numeric or name flag of `run` out of its range: exit 2, an invalid command line (the module docstring of syncer/cli.py,
 # argparse's usage error), naming the flag, before any cluster is asked. --pod-workers 0 used to start a syncer that
 # never synced a pod.
-async def test_numeric_flags_out_of_range_are_command_line_errors() -> None:
+async def test_flags_out_of_range_are_command_line_errors() -> None:
     cases = [("--pod-workers", "0", "must be at least 1, not 0"), ("--pod-workers", "-2", "must be at least 1, not -2"),
              ("--pod-workers", "two", "not a whole number: 'two'"),
              ("--lease-duration", "0", "must be at least 1, not 0"),
@@ -261,7 +266,14 @@ async def test_numeric_flags_out_of_range_are_command_line_errors() -> None:
              ("--request-timeout", "nan", "must be a number of seconds greater than 0, not 'nan'"),
              ("--renew-deadline", "-1", "must be a number of seconds greater than 0, not '-1'"),
              ("--retry-period", "inf", "must be a number of seconds greater than 0, not 'inf'"),
-             ("--patch-timeout", "0", "must be a number of seconds greater than 0, not '0'")]
+             ("--patch-timeout", "0", "must be a number of seconds greater than 0, not '0'"),
+             # names: a DNS-1123 label (apimachinery validation.go IsDNS1123Label, dns1123LabelErrMsg); an empty
+             # name (no `release` label on the pod) or an unexpanded $(VCLUSTER_NAME) used to start a syncer that
+             # waited for ever with /readyz green
+             ("--vcluster-name", "", f"'': {LABEL_MSG}"),
+             ("--vcluster-name", "$(VCLUSTER_NAME)", f"'$(VCLUSTER_NAME)': {LABEL_MSG}"),
+             ("--host-namespace", "", f"'': {LABEL_MSG}"),
+             ("--host-namespace", "Team_A", f"'Team_A': {LABEL_MSG}")]
 
     async def attempt(flag: str, value: str) -> tuple[int | None, str, str]:
         # a run that accepts its flags waits for the kubeconfig "x" for ever: stopped after 30 s, code None

@@ -619,9 +619,9 @@ LISTED = (
              '            or (":" in host and not bracketed)):', "            ):",
              ("tests/test_server_bind.py", "-k", "refuse")),
     Mutation("--pod-workers 0 accepted", "syncer/cli.py", "    if value < 1:", "    if value < 0:",
-             ("tests/test_cli.py", "-k", "numeric")),
+             ("tests/test_cli.py", "-k", "out_of_range")),
     Mutation("zero, nan and inf seconds accepted", "syncer/cli.py", "    if not math.isfinite(value) or value <= 0:",
-             "    if value < 0:", ("tests/test_cli.py", "-k", "numeric")),
+             "    if value < 0:", ("tests/test_cli.py", "-k", "out_of_range")),
     Mutation("a UTF-16 config read as garbage", "syncer/config/model.py", '        text = data.decode("utf-8")',
              '        text = data.decode("utf-8", "surrogateescape")', ("tests/test_config_files.py", "-k", "utf16")),
     Mutation("aliasing unbounded", "syncer/config/model.py",
@@ -915,6 +915,12 @@ LISTED = (
     Mutation("a lost lease exits the sidecar (its vcluster pod NotReady until the restart)", "syncer/cli.py",
              'log.error("leadership lost: every controller stopped; campaigning again as a follower")',
              "return EXIT_FAILURE", ("tests/test_leader.py", "-k", "rejoins")),
+    Mutation("an empty or unexpanded --vcluster-name accepted", "syncer/cli.py",
+             'run.add_argument("--vcluster-name", required=True, type=_dns1123_label,',
+             'run.add_argument("--vcluster-name", required=True,', ("tests/test_cli.py", "-k", "out_of_range")),
+    Mutation("an empty --host-namespace accepted (every namespace listed)", "syncer/cli.py",
+             'run.add_argument("--host-namespace", required=True, type=_dns1123_label,',
+             'run.add_argument("--host-namespace", required=True,', ("tests/test_cli.py", "-k", "out_of_range")),
 )
 
 
