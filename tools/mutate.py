@@ -921,6 +921,28 @@ LISTED = (
     Mutation("an empty --host-namespace accepted (every namespace listed)", "syncer/cli.py",
              'run.add_argument("--host-namespace", required=True, type=_dns1123_label,',
              'run.add_argument("--host-namespace", required=True,', ("tests/test_cli.py", "-k", "out_of_range")),
+    Mutation('kubesim: a pod deleted at grace 0 without its deletionTimestamp written first', 'kubesim/apiserver.py',
+             '        written = self.storage.write(PODS, new, old)',
+             '        written = new if grace <= 0 and not new["metadata"].get("finalizers") else '
+             'self.storage.write(PODS, new, old)',
+             ('tests/test_api_fidelity.py', '-k', 'watched_as_an_update_then_a_deletion')),
+    Mutation("kubesim: a namespace's own kubernetes.io/metadata.name value kept", 'kubesim/apiserver.py',
+             '    meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: meta["name"]}',
+             '    meta["labels"] = {NAMESPACE_NAME_LABEL: meta["name"], **(meta.get("labels") or {})}',
+             ('tests/test_api_fidelity.py', '-k', 'labelled_with_their_name')),
+    Mutation('kubesim: a dry-run TokenRequest refused', 'kubesim/apiserver.py',
+             '        _dry_run(request.query.getall("dryRun", []), "CreateOptions")',
+             '        if _dry_run(request.query.getall("dryRun", []), "CreateOptions"): '
+             'raise StatusError(400, "dryRun is not supported")',
+             ('tests/test_api_fidelity.py', '-k', 'dry_run_token')),
+    Mutation('kubesim: a watch from a resourceVersion ahead gets older events', 'kubesim/apiserver.py',
+             '                if since is not None and change.rv <= since:',
+             '                if since is not None and change.rv < 0:',
+             ('tests/test_apiserver.py', '-k', 'ahead')),
+    Mutation('kubesim: a watch from a resourceVersion ahead gets bookmarks behind it', 'kubesim/apiserver.py',
+             '                    if since is not None and self.storage.rv <= since:',
+             '                    if since is not None and self.storage.rv < 0:',
+             ('tests/test_apiserver.py', '-k', 'ahead')),
 )
 
 
