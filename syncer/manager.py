@@ -264,8 +264,7 @@ class Syncer:
             halt.set()
             await self._finish()
             if elector is not None:  # bounded: shutdown must finish within 10 s even if the host hangs
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(elector.release(), 2.0)
+                await elector.release(timeout=2.0)
 
     async def _finish(self) -> None:
         """Informers and the election stop at once (a watch may be silent for a minute); controllers get

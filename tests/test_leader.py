@@ -107,6 +107,7 @@ class Campaigning:
     syncer: Syncer
     elector: LeaderElector
     task: asyncio.Task[None]
+    syncer_stop: asyncio.Event
 
 
 @contextlib.asynccontextmanager
@@ -121,7 +122,7 @@ async def campaigning(clusters: Clusters) -> AsyncIterator[Campaigning]:
     stop = asyncio.Event()
     task = asyncio.create_task(syncer.run(stop, elector))
     try:
-        yield Campaigning(syncer, elector, task)
+        yield Campaigning(syncer, elector, task, stop)
     finally:
         clusters.host_server.faults.clear()
         clusters.virtual_server.faults.clear()
@@ -185,3 +186,22 @@ async def test_a_follower_whose_lease_is_forbidden_is_not_ready_and_says_why(
         await asyncio.wait_for(c.syncer.ready_event.wait(), 10)
         assert c.syncer.ready and c.elector.problem is None
     assert not [r for r in caplog.records if r.exc_info is not None and "lock" in r.getMessage()]
+
+
+async def test_a_lease_release_without_answer_is_said_and_bounded(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    # A clean stop releases the Lease so a follower leads at once; when the host does not answer, the stop must still
+    # end within the pod's grace period, and the operator is told the next leader waits for the Lease to expire
+    # (README troubleshooting: `could not release the lease`). The timeout used to pass in silence.
+    async with campaigning(clusters) as c:
+        await asyncio.wait_for(c.syncer.ready_event.wait(), 10)
+        held = clusters.host_server.faults.hold(resource="leases", times=10_000)  # no answer from now on
+        try:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            c.syncer_stop.set()
+            await asyncio.wait_for(asyncio.shield(c.task), 10)
+            assert loop.time() - started < 5
+        finally:
+            held.release()
+    assert f"one could not release the lease {HOST_NS}/lease: no answer within 2 s" in caplog.text

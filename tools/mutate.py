@@ -943,6 +943,13 @@ LISTED = (
              '                    if since is not None and self.storage.rv <= since:',
              '                    if since is not None and self.storage.rv < 0:',
              ('tests/test_apiserver.py', '-k', 'ahead')),
+    Mutation("a lease release without answer not bounded", "syncer/kube/leader.py",
+             "            async with asyncio.timeout(timeout):", "            async with asyncio.timeout(None):",
+             ("tests/test_leader.py", "-k", "release_without")),
+    Mutation("a lease release without answer not said", "syncer/kube/leader.py",
+             'log.warning("%s could not release the lease %s/%s: no answer within %g s", self.identity,',
+             'log.debug("%s could not release the lease %s/%s: no answer within %g s", self.identity,',
+             ("tests/test_leader.py", "-k", "release_without")),
 )
 
 

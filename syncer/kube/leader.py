@@ -305,16 +305,22 @@ class LeaderElector:
             log.exception("%s: leader election failed (lease %s/%s)", self.identity, self.namespace, self.name)
             self.lost.set()
 
-    async def release(self) -> None:
-        """Give the Lease up if this candidate holds it (clean shutdown); errors are logged, not raised."""
+    async def release(self, timeout: float = 2.0) -> None:
+        """Give the Lease up if this candidate holds it (clean shutdown), within `timeout` seconds (a stop must end
+        within the pod's grace period even when the host hangs). A refusal or no answer in time is logged as a
+        warning (the next leader then waits for the Lease to expire), never raised."""
         if not self.leading.is_set() or self.lost.is_set():
             return
         try:
-            lease = await self.client.get(LEASES, self.name, self.namespace)
-            if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
-                return
-            lease["spec"]["holderIdentity"] = None
-            await self.client.replace(LEASES, lease, self.namespace)
+            async with asyncio.timeout(timeout):
+                lease = await self.client.get(LEASES, self.name, self.namespace)
+                if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                    return
+                lease["spec"]["holderIdentity"] = None
+                await self.client.replace(LEASES, lease, self.namespace)
             log.info("%s released the lease %s/%s", self.identity, self.namespace, self.name)
         except ApiError as e:
             log.warning("%s could not release the lease %s/%s: %s", self.identity, self.namespace, self.name, e)
+        except TimeoutError:
+            log.warning("%s could not release the lease %s/%s: no answer within %g s", self.identity,
+                        self.namespace, self.name, timeout)
