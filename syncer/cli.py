@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="serve /healthz and /readyz here, e.g. :8081 (every IPv4 and IPv6 address), "
                           "127.0.0.1:8081 or [::1]:8081 (default: off)")
     run.add_argument("--metrics-bind-address", default="", type=_bind_address,
-                     help="serve /metrics here, e.g. :8080 (default: off)")
+                     help="serve /metrics here, e.g. :8090 (default: off)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument("--log-level", choices=LOG_LEVELS, default="info",
                      help="info: one line per decision; warning and error: only what an operator must act on")
@@ -92,15 +92,15 @@ def _parser() -> argparse.ArgumentParser:
                                       "namespace (config/policy.schema.json)")
 
     val = sub.add_parser("validate", help="check a vcluster.yaml (and a policy file) and print every error")
-    val.add_argument("--config", required=True)
+    val.add_argument("--config", required=True, help="the vcluster.yaml to check")
     val.add_argument("--vcluster-config", help=VCLUSTER_CONFIG_HELP)
     val.add_argument("--policy", help="runtime policy file to check against the vcluster.yaml")
 
     pol = sub.add_parser("policy", help="print the effective runtime policy and, per entry, which host "
                                         "RuntimeClasses tenants may use and why not")
-    pol.add_argument("--config", required=True)
+    pol.add_argument("--config", required=True, help="the vcluster.yaml the policy runs with")
     pol.add_argument("--vcluster-config", help=VCLUSTER_CONFIG_HELP)
-    pol.add_argument("--policy", required=True)
+    pol.add_argument("--policy", required=True, help="the runtime policy file to report on")
     pol.add_argument("--host-kubeconfig", help="kubeconfig of the host cluster (default: in-cluster config)")
     pol.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
