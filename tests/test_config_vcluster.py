@@ -421,11 +421,20 @@ def _load(version: str, rel: str, case: int | None) -> Obj:
 
 def unsupported_mode(values: Obj) -> str:
     """The vcluster mode of these values the syncer cannot run in (the README's install section), or "": private
-    nodes or multi-namespace mode. Such a config loads, and `validate` refuses it naming only that key."""
+    nodes, multi-namespace mode, or a vcluster Pro pod setting only vcluster's own pod syncer applies (hybrid
+    scheduling, the Istio integration, patches on pods: syncer/config/vcluster.py `pro_pod_settings`). Such a config
+    loads, and `validate` refuses it naming only that key."""
+    to_host = (values.get("sync") or {}).get("toHost") or {}
     if (values.get("privateNodes") or {}).get("enabled") is True:
         return "privateNodes.enabled"
-    if (((values.get("sync") or {}).get("toHost") or {}).get("namespaces") or {}).get("enabled") is True:
+    if (to_host.get("namespaces") or {}).get("enabled") is True:
         return "sync.toHost.namespaces.enabled"
+    if (to_host.get("pods") or {}).get("patches"):
+        return "sync.toHost.pods.patches"
+    if ((to_host.get("pods") or {}).get("hybridScheduling") or {}).get("enabled") is True:
+        return "sync.toHost.pods.hybridScheduling.enabled"
+    if (((values.get("integrations") or {}).get("istio")) or {}).get("enabled") is True:
+        return "integrations.istio.enabled"
     return ""
 
 
@@ -474,9 +483,12 @@ def test_vclusters_own_configs_load(version: str, rel: str, case: int | None, tm
         assert out.startswith(f"{own_file}: valid (runtime class sync ")
 
 
-def test_the_table_covers_every_config_and_some_are_in_an_unsupported_mode() -> None:
+def test_the_table_covers_every_config_and_some_are_refused() -> None:
     cases = list(_configs())
     assert len(cases) == 4 + 3 + 25 + 202  # values.yaml of 4 minors, test/, e2e/, the chart tests' set blocks
     modes = [unsupported_mode(install(_load(version, rel, case), version)[1])
              for version, rel, case in (c.values for c in cases)]
     assert modes.count("privateNodes.enabled") == 9 and modes.count("sync.toHost.namespaces.enabled") == 4
+    # the chart tests "enable hybrid scheduling" (clusterrole_test), "istio enabled", "istio integration" (role_test)
+    assert modes.count("sync.toHost.pods.hybridScheduling.enabled") == 1
+    assert modes.count("integrations.istio.enabled") == 2

@@ -20,9 +20,11 @@ with its file and field path (exit 2 before any API request):
   its Pro-feature error, `pkg/pro/patches.go`), or a selector or patches left there, which nothing would read.
 - multi-namespace mode (`sync.toHost.namespaces.enabled`): pods are synced into one host namespace only.
 - private nodes (`privateNodes.enabled`): tenant pods run on the virtual cluster's own nodes, not on the host.
+- vcluster Pro's pod settings, which only vcluster's own pod syncer applies (`pro_pod_settings`):
+  `sync.toHost.pods.patches`, `sync.toHost.pods.hybridScheduling.enabled`, `integrations.istio.enabled`.
 
 Without `--vcluster-config`, `--config` is a whole vcluster.yaml (the demo, the tests, a file made by hand) and
-only the two unsupported modes are refused.
+only the two unsupported modes and vcluster Pro's pod settings are refused.
 """
 
 from __future__ import annotations
@@ -96,9 +98,38 @@ def unsupported_modes(document: Any) -> list[str]:
                           "are never synced to the host")]
 
 
+def pro_pod_settings(document: Any) -> list[str]:
+    """Errors for vcluster Pro's settings of the pods vcluster syncs, which only vcluster's own pod syncer applies
+    (off beside the sidecar), as `invalid <path>: <reason>`: with vcluster's pod sync off nothing would apply them,
+    and nothing would refuse them either (open-source vcluster refuses them only inside its pod syncer, which is not
+    started: `pods.New` / `translate.NewTranslator`).
+
+    Sources (vcluster `pkg/controllers/resources/pods/`): `syncer.go` `SyncToHost` and `Sync` apply
+    `sync.toHost.pods.patches` (`pro.ApplyPatchesHostObject`, `patcher.TranslatePatches`) and the Istio labels of
+    `integrations.istio.enabled` (`pro.ApplyIstioPatches`); `translate/translator.go` `NewTranslator` and
+    `scheduling/config.go` `NewConfig` read `sync.toHost.pods.hybridScheduling`, under which a pod naming a virtual
+    scheduler is scheduled in the virtual cluster (the host has no scheduler of that name: the pod stays Pending).
+    """
+    errors: list[str] = []
+    present, patches = _get(document, "sync.toHost.pods.patches")
+    if present and patches not in (None, [], {}):
+        errors.append("invalid sync.toHost.pods.patches: patches on host pods are applied by vcluster's own pod "
+                      "syncer (a vcluster Pro feature), which is off beside runtimeclass-syncer; the syncer does not "
+                      "apply them, and every pod would reach the host unpatched; remove them")
+    errors += _must_be_off(document, "sync.toHost.pods.hybridScheduling.enabled", False,
+                           "hybrid scheduling (a vcluster Pro feature) is done by vcluster's own pod syncer, which is "
+                           "off beside runtimeclass-syncer; a pod naming a virtual scheduler would reach the host with "
+                           "a schedulerName the host does not have and stay Pending; set it to false")
+    errors += _must_be_off(document, "integrations.istio.enabled", False,
+                           "vcluster's Istio integration (a vcluster Pro feature) labels host pods in vcluster's own "
+                           "pod syncer, which is off beside runtimeclass-syncer; the syncer does not, and pods would "
+                           "reach the host without the mesh; set it to false")
+    return errors
+
+
 def vcluster_conflicts(document: Any) -> list[str]:
     """Errors for a vcluster configuration the syncer cannot run beside, as `invalid <path>: <reason>`, in this
-    order: pod sync, RuntimeClass sync (switch, selector, patches), then `unsupported_modes`.
+    order: pod sync, RuntimeClass sync (switch, selector, patches), `pro_pod_settings`, then `unsupported_modes`.
 
     `document` is vcluster's configuration (chart values, merged with the chart's defaults or not: an absent
     `sync.toHost.pods.enabled` is vcluster's default, true; a null one is off, see `_switch`).
@@ -116,7 +147,7 @@ def vcluster_conflicts(document: Any) -> list[str]:
         if present and value not in (None, {}, []):
             errors.append(f"invalid {RC_PATH}.{key}: set in vcluster's config, where nothing reads it; it belongs "
                           "in the syncer's own section (--config), the one place it is read")
-    return errors + unsupported_modes(document)
+    return errors + pro_pod_settings(document) + unsupported_modes(document)
 
 
 def _foreign_keys(document: dict[str, Any]) -> list[str]:
@@ -182,7 +213,8 @@ def load_beside_vcluster(config_path: str | Path, vcluster_path: str | Path) -> 
 
 def load(config_path: str | Path, vcluster_path: str | Path | None = None) -> SyncerConfig:
     """What `run`, `validate` and `policy` load: `load_beside_vcluster` with `--vcluster-config`, else the whole
-    vcluster.yaml `config_path` (`model.load_config`) with the unsupported modes refused.
+    vcluster.yaml `config_path` (`model.load_config`) with vcluster Pro's pod settings (`pro_pod_settings`) and the
+    unsupported modes refused.
 
     Raises:
         ConfigError: every problem found.
@@ -190,7 +222,7 @@ def load(config_path: str | Path, vcluster_path: str | Path | None = None) -> Sy
     if vcluster_path is not None:
         return load_beside_vcluster(config_path, vcluster_path)
     config = load_config(config_path)
-    errors = unsupported_modes(config.source)
+    errors = pro_pod_settings(config.source) + unsupported_modes(config.source)
     if errors:
         raise ConfigError(errors)
     return config
