@@ -80,3 +80,46 @@ async def test_run_refuses_hybrid_scheduling_before_any_api_request(clusters: Cl
     own, vc = write(tmp_path, "own.yaml", OWN), write(tmp_path, "vc.yaml", PRO[1][0])
     err = await refused_run(clusters, "--config", str(own), "--vcluster-config", str(vc))
     assert err == f"error: {vc}: {PRO[1][1]}\n"
+
+
+# ---------------------------------------------------------------- 2. the rewrite-hosts init container's resources
+
+RESOURCES = "sync.toHost.pods.rewriteHosts.initContainer.resources"
+QUANTITY_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def _resources(limits: str, requests: str = "{}") -> str:
+    return (OFF + "      rewriteHosts:\n        initContainer:\n          resources:\n"
+            f"            limits: {limits}\n            requests: {requests}\n")
+
+
+async def test_rewrite_hosts_resources_must_be_quantities(tmp_path: Path) -> None:
+    # vcluster's NewTranslator (translator.go parseResources) refuses at start a value resource.ParseQuantity does
+    # not read ("error parsing resource value cpu (lots)") and a number ("resource value of memory is not a
+    # string"); every pod with a subdomain would otherwise get a host spec the API server refuses
+    own = write(tmp_path, "own.yaml", OWN)
+    vc = write(tmp_path, "vc.yaml", _resources('{cpu: "lots", memory: 1000}', "{cpu: 0.5, memory: 2Xi}"))
+    code, _, err = await run_cli("validate", "--config", str(own), "--vcluster-config", str(vc))
+    assert code == 2
+    assert err.splitlines() == [
+        f'error: {vc}: invalid {RESOURCES}.limits.cpu: "lots" is not a quantity: {QUANTITY_WRONG}',
+        f"error: {vc}: invalid {RESOURCES}.limits.memory: expected a string, got the integer 1000",
+        f"error: {vc}: invalid {RESOURCES}.requests.cpu: expected a string, got the number 0.5",
+        f'error: {vc}: invalid {RESOURCES}.requests.memory: "2Xi" is not a quantity: {QUANTITY_WRONG}',
+    ]
+
+
+async def test_rewrite_hosts_quantities_vcluster_reads_are_accepted(tmp_path: Path) -> None:
+    own = write(tmp_path, "own.yaml", OWN)
+    vc = write(tmp_path, "vc.yaml", _resources('{cpu: "1", memory: "1e3", nvidia.com/gpu: "0"}',
+                                               '{cpu: "500m", memory: "64Mi", ephemeral-storage: "1.5Gi"}'))
+    code, out, err = await run_cli("validate", "--config", str(own), "--vcluster-config", str(vc))
+    assert code == 0, err
+    assert f"{vc}: the syncer can run beside it" in out
+
+
+async def test_run_refuses_a_rewrite_hosts_resource_that_is_not_a_quantity(clusters: Clusters,
+                                                                           tmp_path: Path) -> None:
+    whole = write(tmp_path, "whole.yaml", _resources('{cpu: "lots"}').replace("sync:\n", OWN, 1))
+    err = await refused_run(clusters, "--config", str(whole))
+    assert err == f'error: invalid {RESOURCES}.limits.cpu: "lots" is not a quantity: {QUANTITY_WRONG}\n'

@@ -25,15 +25,15 @@ import difflib
 import json
 import re
 from collections.abc import Callable, Iterable
-from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from syncer.config.selector import Selector, from_label_selector, label_selector_errors
 from syncer.config.tolerations import TolerationError, parse_toleration
+from syncer.patches.fields import QuantityError, parse_quantity
 from syncer.patches.path import Key, PathError, Segment, reaches
 from syncer.patches.path import parse as parse_path
 
@@ -211,17 +211,21 @@ class ImageRef(_Loose):
         return parse_image_ref(data) if isinstance(data, str) else data
 
 
-def _quantities(value: Any) -> Any:
-    """A resource map's numbers as quantity strings (`cpu: 1` -> `"1"`, `cpu: 0.5` -> `"0.5"`): vcluster's
-    schema leaves the values untyped, and Kubernetes reads a JSON number as a quantity."""
-    if not isinstance(value, dict):
-        return value
-    return {k: format(Decimal(repr(v)), "f") if isinstance(v, (int, float)) and not isinstance(v, bool) else v
-            for k, v in value.items()}
+def _quantity(value: str) -> str:
+    """`value` when apimachinery's `resource.ParseQuantity` reads it (`syncer.patches.fields.parse_quantity`), as
+    vcluster's `NewTranslator` (pods/translate/translator.go `parseResources`) reads each value at start: a host
+    pod given a value it cannot read would be refused by the API server."""
+    try:
+        parse_quantity(value)
+    except QuantityError as e:
+        raise ValueError(f"{json.dumps(value)} is not a quantity: {e}") from None
+    return value
 
 
-Quantities = Annotated[dict[str, str], BeforeValidator(_quantities,
-                                                       json_schema_input_type=dict[str, str | int | float])]
+# A resource map of vcluster's (`map[string]interface{}` in its config.go, untyped in its schema): every value a
+# quantity string. vcluster's `parseResources` refuses a number ("resource value of cpu is not a string"), and the
+# chart's values.yaml gives strings ("30m", "64Mi"), so a number is refused here too.
+Quantities = dict[str, Annotated[str, AfterValidator(_quantity)]]
 
 
 class ContainerResources(_Loose):

@@ -47,6 +47,7 @@ def _type_name(ann: Any) -> str:
     if isinstance(ann, type) and not get_args(ann):
         return ann.__name__
     text = re.sub(r"\b(?:syncer\.config\.model\.|typing\.)", "", str(ann))
+    text = re.sub(r"Annotated\[(\w+), [^\[\]]*\]", r"\1", text)  # a validated type shown as its base type
     return text.replace(" | None", " or null")
 
 
