@@ -547,11 +547,39 @@ def _updatable_spec(spec: Obj) -> Obj:
     return out
 
 
+APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"  # v1.DeprecatedAppArmorBeta...
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"  # core.MirrorPodAnnotationKey
+
+
+def pod_specific_annotation_updates(new: Obj, old: Obj) -> list[FieldError]:
+    """`ValidatePodSpecificAnnotationUpdates` (pkg/apis/core/validation/validation.go), part of `ValidatePodUpdate`:
+    a pod's AppArmor annotations (`container.apparmor.security.beta.kubernetes.io/<container>`) and its mirror pod
+    annotation may not be added, removed or changed once it exists."""
+    new_ann = (new.get("metadata") or {}).get("annotations") or {}
+    old_ann = (old.get("metadata") or {}).get("annotations") or {}
+    errs: list[FieldError] = []
+    for k, old_value in old_ann.items():
+        if k in new_ann and new_ann[k] == old_value:
+            continue
+        if k.startswith(APPARMOR_ANNOTATION_PREFIX):
+            errs.append(fe.forbidden(f"metadata.annotations[{k}]", "may not remove or update AppArmor annotations"))
+        if k == MIRROR_POD_ANNOTATION:
+            errs.append(fe.forbidden(f"metadata.annotations[{k}]", "may not remove or update mirror pod annotation"))
+    for k in new_ann:
+        if k in old_ann:
+            continue
+        if k.startswith(APPARMOR_ANNOTATION_PREFIX):
+            errs.append(fe.forbidden(f"metadata.annotations[{k}]", "may not add AppArmor annotations"))
+        if k == MIRROR_POD_ANNOTATION:
+            errs.append(fe.forbidden(f"metadata.annotations[{k}]", "may not add mirror pod annotation"))
+    return errs
+
+
 def validate_pod_update(new: Obj, old: Obj) -> list[FieldError]:
-    """`ValidatePodUpdate`: metadata as on create; `activeDeadlineSeconds` may only be set or lowered
-    (0 to 2^31-1), never removed; existing tolerations stay; scheduling gates may only be removed; nothing
-    else in the spec may change."""
-    errs = validate_object_meta(new.get("metadata") or {})
+    """`ValidatePodUpdate`: metadata as on create, and the pod-specific annotations as
+    `pod_specific_annotation_updates`; `activeDeadlineSeconds` may only be set or lowered (0 to 2^31-1), never
+    removed; existing tolerations stay; scheduling gates may only be removed; nothing else in the spec may change."""
+    errs = validate_object_meta(new.get("metadata") or {}) + pod_specific_annotation_updates(new, old)
     ns, os_ = new.get("spec") or {}, old.get("spec") or {}
     for i, c in _dicts(ns.get("containers")):
         if not c.get("image"):

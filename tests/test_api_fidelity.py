@@ -177,6 +177,12 @@ async def test_pod_update_rules(clusters: Clusters) -> None:
          "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
          "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
          "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"),
+        # ValidatePodSpecificAnnotationUpdates: AppArmor and mirror pod annotations are fixed once the pod exists
+        ({"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/c": "runtime/default"}}},
+         "metadata.annotations[container.apparmor.security.beta.kubernetes.io/c]: Forbidden: may not add AppArmor "
+         "annotations"),
+        ({"metadata": {"annotations": {"kubernetes.io/config.mirror": "x"}}},
+         "metadata.annotations[kubernetes.io/config.mirror]: Forbidden: may not add mirror pod annotation"),
     ]
     for patch, message in refused:
         with pytest.raises(ApiError) as err:

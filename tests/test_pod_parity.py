@@ -110,6 +110,30 @@ async def test_labels_and_annotations_travel_both_ways(clusters: Clusters) -> No
         assert h["annotations"]["vcluster.loft.sh/labels"] == 'app="web"\nmesh="on"\ntier="b"'
 
 
+
+async def test_annotations_fixed_once_a_pod_exists_stay_where_they_are(clusters: Clusters) -> None:
+    # A host webhook (or the host API server's AppArmor version skew, applyAppArmorVersionSkew) gives the host pod
+    # an AppArmor annotation at the create. The virtual API server refuses adding one to an existing pod
+    # (ValidatePodSpecificAnnotationUpdates: "may not add AppArmor annotations"), so copying it back failed every
+    # update of the virtual pod and, with it, every later host write of the pod: such keys go neither way.
+    apparmor = "container.apparmor.security.beta.kubernetes.io/c"
+
+    def profile(p: Obj) -> None:
+        p["metadata"]["annotations"] = {**(p["metadata"].get("annotations") or {}), apparmor: "runtime/default"}
+    clusters.host_server.pod_create_webhooks.append(profile)
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await clusters.host.patch(PODS, hname("web"), {"metadata": {"labels": {"mesh": "on"}}}, HOST_NS)
+        await eventually(lambda: vstored(clusters, "web")["metadata"].get("labels", {}).get("mesh") == "on",
+                         "the host's label on the virtual pod")
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"tier": "a"}}}, "default")
+        await eventually(lambda: host(clusters, "web")["metadata"]["labels"].get("tier") == "a",
+                         "the tenant's label on the host")
+        await syncer.wait_idle()
+    assert apparmor not in (vstored(clusters, "web")["metadata"].get("annotations") or {})
+    assert host(clusters, "web")["metadata"]["annotations"][apparmor] == "runtime/default"
+
 async def test_a_host_write_between_the_syncers_read_and_its_write_is_kept(clusters: Clusters) -> None:
     # A host controller (a mesh, a CNI) labels the host pod while the syncer's cache of host pods is behind (its
     # watch down, here on the injected clock), and the tenant changes a label: the syncer plans its host write

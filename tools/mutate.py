@@ -950,6 +950,12 @@ LISTED = (
              'log.warning("%s could not release the lease %s/%s: no answer within %g s", self.identity,',
              'log.debug("%s could not release the lease %s/%s: no answer within %g s", self.identity,',
              ("tests/test_leader.py", "-k", "release_without")),
+    Mutation("a host's AppArmor annotation copied to the virtual pod (every later update refused)",
+             "syncer/controllers/podupdate.py", "or trust.reserved_annotation(k) or fixed_annotation(k))",
+             "or trust.reserved_annotation(k))", ("tests/test_pod_parity.py", "-k", "fixed_once")),
+    Mutation("kubesim: AppArmor and mirror pod annotations changed on update", "kubesim/validation.py",
+             '(new.get("metadata") or {}) + pod_specific_annotation_updates(new, old)',
+             '(new.get("metadata") or {})', ("tests/test_api_fidelity.py", "-k", "pod_update_rules")),
 )
 
 

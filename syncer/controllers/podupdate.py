@@ -71,6 +71,19 @@ def derived_annotation(key: str) -> bool:
     return key in DERIVED_ANNOTATIONS or key.startswith(tokens.TOKEN_ANNOTATION_PREFIX)
 
 
+FIXED_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
+FIXED_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def fixed_annotation(key: str) -> bool:
+    """True for a pod annotation the API server lets no update add, change or remove: AppArmor's
+    `container.apparmor.security.beta.kubernetes.io/<container>` and the mirror pod's `kubernetes.io/config.mirror`
+    (pkg/apis/core/validation/validation.go `ValidatePodSpecificAnnotationUpdates`). Such a key goes neither way in
+    an update: the host's (a webhook's, or the host API server's AppArmor version skew at the create) copied to the
+    virtual pod would have every update of it refused."""
+    return key.startswith(FIXED_ANNOTATION_PREFIX) or key == FIXED_ANNOTATION
+
+
 def _system_label(key: str) -> bool:
     return key in _SYSTEM_LABELS or key.startswith(metadata.NS_LABEL_PREFIX)
 
@@ -161,9 +174,10 @@ def merge_metadata(desired: Obj, host: Obj, vpod: Obj, vcluster_name: str) -> tu
         v_labels, {k: v for k, v in h_labels.items() if not _system_label(k)}, h_ann.get(metadata.LABELS),
         to_host=lambda k: host_label_key(k, vcluster_name), to_virtual=lambda k: virtual_label_key(k, vcluster_name))
     new_hl.update({k: v for k, v in dmeta["labels"].items() if _system_label(k)})
-    # keys a tenant may not set (podtranslate/trust.py) go neither way: on the host they stay as the host has them
+    # keys a tenant may not set (podtranslate/trust.py) and keys no update may change go neither way: on the host
+    # they stay as the host has them
     new_va, new_ha = metadata.merge_annotations(
-        v_ann, h_ann, excluded=lambda k: derived_annotation(k) or trust.reserved_annotation(k))
+        v_ann, h_ann, excluded=lambda k: derived_annotation(k) or trust.reserved_annotation(k) or fixed_annotation(k))
     for k in [k for k in new_ha if derived_annotation(k) and not _host_owned(k)]:
         if k not in dmeta["annotations"]:
             del new_ha[k]
