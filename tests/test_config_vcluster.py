@@ -273,6 +273,21 @@ def test_a_null_section_is_the_zero_value_vcluster_runs_with() -> None:
     ({"sync": {"fromHost": {"runtimeClasses": {"patches": [{"path": "handler", "expresion": "value"}]}}}},
      'invalid sync.fromHost.runtimeClasses.patches[0].expresion: unknown field "expresion" (did you mean '
      '"expression"?)'),
+    # beside the keys the syncer reads outside its section (sync.toHost.pods, controlPlane.advanced, ...)
+    ({"sync": {"toHost": {"podz": {}}}}, 'invalid sync.toHost.podz: unknown field "podz" (did you mean "pods"?)'),
+    ({"sync": {"toHost": {"pods": {"rewritehosts": {}}}}},
+     'invalid sync.toHost.pods.rewritehosts: unknown field "rewritehosts" (did you mean "rewriteHosts"?)'),
+    ({"sync": {"toHost": {"pods": {"rewriteHosts": {"initcontainer": {}}}}}},
+     'invalid sync.toHost.pods.rewriteHosts.initcontainer: unknown field "initcontainer" (did you mean '
+     '"initContainer"?)'),
+    ({"sync": {"toHost": {"pods": {"rewriteHosts": {"initContainer": {"resource": {}}}}}}},
+     'invalid sync.toHost.pods.rewriteHosts.initContainer.resource: unknown field "resource" (did you mean '
+     '"resources"?)'),
+    ({"controlPlane": {"advanced": {"workloadServiceAcount": {"name": "x"}}}},
+     'invalid controlPlane.advanced.workloadServiceAcount: unknown field "workloadServiceAcount" (did you mean '
+     '"workloadServiceAccount"?)'),
+    ({"networking": {"advanced": {"clusterdomain": "corp.local"}}},
+     'invalid networking.advanced.clusterdomain: unknown field "clusterdomain" (did you mean "clusterDomain"?)'),
     # inside the section every unknown key is an error, close to a known one or not
     ({"sync": {"fromHost": {"runtimeClasses": {"color": "blue"}}}},
      'invalid sync.fromHost.runtimeClasses.color: unknown field "color"'),
@@ -286,7 +301,10 @@ def test_a_misspelt_section_names_the_key_it_meant(doc: Obj, message: str) -> No
 @pytest.mark.parametrize("doc", [
     {"sync": {"fromHost": {"volumeAttributesClasses": {"enabled": True}}}},  # a key a newer vcluster might add
     {"myTeam": {"owner": "platform"}},
-    {"sync": {"toHost": {"podz": {}}, "fromHost": {"nodes": {"selectr": {}}}}},  # off the path: vcluster's to judge
+    # off the levels the syncer reads: vcluster's to judge
+    {"sync": {"toHost": {"ingresses": {"enabld": True}}, "fromHost": {"nodes": {"selectr": {}}}}},
+    # on them, but close to no key of vcluster's: a key a newer vcluster might add
+    {"sync": {"toHost": {"pods": {"enabled": False, "dnsPolicy": "x"}}}, "networking": {"advanced": {"ipv6": True}}},
     {"sync": {"fromHost": {"runtimeClasses": {"enabled": True}}}, "sleepMode": {}, "plugin": {}, "plugins": {}},
 ])
 def test_unknown_keys_not_close_to_one_on_the_path_are_left_to_vcluster(doc: Obj) -> None:

@@ -123,3 +123,34 @@ async def test_run_refuses_a_rewrite_hosts_resource_that_is_not_a_quantity(clust
     whole = write(tmp_path, "whole.yaml", _resources('{cpu: "lots"}').replace("sync:\n", OWN, 1))
     err = await refused_run(clusters, "--config", str(whole))
     assert err == f'error: invalid {RESOURCES}.limits.cpu: "lots" is not a quantity: {QUANTITY_WRONG}\n'
+
+
+# ---------------------------------------------------------------- 3. misspelt keys beside the syncer's section
+
+# vcluster's chart schema refuses each (additionalProperties: false on SyncToHost, SyncPods, ...); read as absent,
+# the forced runtime class (a security control) and the Secret-held tokens were silently off
+TYPOS = [
+    'error: {vc}invalid sync.toHost.pods.runtimeClassname: unknown field "runtimeClassname" (did you mean '
+    '"runtimeClassName"?)',
+    'error: {vc}invalid sync.toHost.pods.useSecretForSATokens: unknown field "useSecretForSATokens" (did you mean '
+    '"useSecretsForSATokens"?)',
+    'error: {vc}invalid sync.toHost.pod: unknown field "pod" (did you mean "pods"?)',
+]
+TYPO_DOC = ("sync:\n  toHost:\n    pods:\n      enabled: false\n      runtimeClassname: gvisor\n"
+            "      useSecretForSATokens: true\n    pod:\n      runtimeClassName: gvisor\n")
+
+
+async def test_misspelt_keys_beside_the_syncers_section_are_refused(tmp_path: Path) -> None:
+    own, vc = write(tmp_path, "own.yaml", OWN), write(tmp_path, "vc.yaml", TYPO_DOC)
+    code, _, err = await run_cli("validate", "--config", str(own), "--vcluster-config", str(vc))
+    assert (code, err.splitlines()) == (2, [t.format(vc=f"{vc}: ") for t in TYPOS])
+    whole = write(tmp_path, "whole.yaml", TYPO_DOC.replace("sync:\n", OWN, 1))
+    code, _, err = await run_cli("validate", "--config", str(whole))
+    assert (code, err.splitlines()) == (2, [t.format(vc="") for t in TYPOS])
+
+
+async def test_run_refuses_a_misspelt_forced_runtime_class(clusters: Clusters, tmp_path: Path) -> None:
+    own = write(tmp_path, "own.yaml", OWN)
+    vc = write(tmp_path, "vc.yaml", OFF + "      runtimeClassname: gvisor\n")
+    err = await refused_run(clusters, "--config", str(own), "--vcluster-config", str(vc))
+    assert err == TYPOS[0].format(vc=f"{vc}: ") + "\n"

@@ -4,8 +4,10 @@ Source: vcluster's config reference for `sync.fromHost.runtimeClasses` (../share
 behaviour.md section 1. Every other key of a vcluster.yaml is accepted and ignored, so a real
 vcluster.yaml loads. Unknown keys are errors only inside `sync.fromHost.runtimeClasses` (and inside
 its selector, the selector's expressions, and each patch), where a typo would silently change what is
-synced, and on the way there (the top level, `sync`, `sync.fromHost`) when a key is not one of
-vcluster's but close to one (`fromhost`, `runtimeClass`): such a section would be read as absent.
+synced, and on the way there (the top level, `sync`, `sync.fromHost`) and beside the other keys it reads
+(`sync.toHost`, `sync.toHost.pods`, its `rewriteHosts(.initContainer)`, `controlPlane.advanced`,
+`networking.advanced`) when a key is not one of vcluster's but close to one (`fromhost`, `runtimeClass`,
+`runtimeClassname`): such a setting would be read as absent.
 
 Types are as strict as vcluster's `values.schema.json` (Helm refuses the values otherwise, and vcluster's
 `yaml.UnmarshalStrict` into its Go structs refuses them too): a boolean is `true` or `false`, never
@@ -545,10 +547,14 @@ def _pydantic_errors(err: ValidationError, root: type[BaseModel] | None = None) 
     return out
 
 
-# vcluster's keys on the way to `sync.fromHost.runtimeClasses`: the union of the `properties` of vcluster's
-# chart/values.schema.json at these levels, from v0.20.6 (the first vcluster.yaml) to main 487667546 (a test
-# checks that the schemas of the supported minors in tests/data/vcluster-chart-*/ are covered). A key at one of
-# these levels that is none of these but close to one is an error: the section it meant would be read as absent.
+# vcluster's keys on the way to `sync.fromHost.runtimeClasses`, and at the levels of the other keys the syncer
+# reads (`sync.toHost.pods` and its `rewriteHosts`, `controlPlane.advanced`, `networking.advanced`): the union of
+# the `properties` of vcluster's chart/values.schema.json at these levels, from v0.20.6 (the first vcluster.yaml) to
+# main 487667546 (a test checks that the schemas of the supported minors in tests/data/vcluster-chart-*/ are
+# covered; each of these levels has `additionalProperties: false` there). A key at one of these levels that is none
+# of these but close to one is an error: the setting it meant would be read as absent (a misspelt
+# `sync.toHost.pods.runtimeClassname` would silently turn the forced runtime class off). Other unknown keys are left
+# to vcluster, whose newer versions add keys at these levels.
 VCLUSTER_KEYS: dict[tuple[str, ...], frozenset[str]] = {
     (): frozenset({
         "controlPlane", "deletion", "deploy", "experimental", "exportKubeConfig", "external", "global",
@@ -559,12 +565,27 @@ VCLUSTER_KEYS: dict[tuple[str, ...], frozenset[str]] = {
         "configMaps", "csiDrivers", "csiNodes", "csiStorageCapacities", "customResources", "deviceClasses",
         "events", "gatewayClasses", "gateways", "ingressClasses", "nodes", "priorityClasses", "runtimeClasses",
         "secrets", "storageClasses", "volumeSnapshotClasses"}),
+    ("sync", "toHost"): frozenset({
+        "configMaps", "customResources", "endpointSlices", "endpoints", "gatewayApi", "ingresses", "namespaces",
+        "networkPolicies", "persistentVolumeClaims", "persistentVolumes", "podDisruptionBudgets", "pods",
+        "priorityClasses", "resourceClaimTemplates", "resourceClaims", "secrets", "serviceAccounts", "services",
+        "storageClasses", "volumeSnapshotContents", "volumeSnapshots"}),
+    ("sync", "toHost", "pods"): frozenset({
+        "enabled", "enforceTolerations", "hybridScheduling", "patches", "priorityClassName", "rewriteHosts",
+        "runtimeClassName", "translateImage", "useSecretsForSATokens"}),
+    ("sync", "toHost", "pods", "rewriteHosts"): frozenset({"enabled", "initContainer"}),
+    ("sync", "toHost", "pods", "rewriteHosts", "initContainer"): frozenset({"image", "resources"}),
+    ("controlPlane", "advanced"): frozenset({
+        "cloudControllerManager", "defaultImageRegistry", "globalMetadata", "headlessService", "konnectivity",
+        "kubeVip", "podDisruptionBudget", "registry", "serviceAccount", "virtualScheduler", "workloadServiceAccount"}),
+    ("networking", "advanced"): frozenset({"clusterDomain", "fallbackHostCluster", "proxyKubelets"}),
 }
 
 
 def _misspelt_sections(document: dict[str, Any]) -> list[tuple[str, str]]:
-    """(path, message) for each key on the way to `sync.fromHost.runtimeClasses` that is not vcluster's but
-    close to one of its keys (other unknown keys there are left to vcluster, whose newer versions add keys)."""
+    """(path, message) for each key at a level of VCLUSTER_KEYS (on the way to `sync.fromHost.runtimeClasses`, and
+    beside the other keys the syncer reads) that is not vcluster's but close to one of its keys (other unknown keys
+    there are left to vcluster, whose newer versions add keys)."""
     out: list[tuple[str, str]] = []
     for level, known in VCLUSTER_KEYS.items():
         node = _sub(document, *level) if level else document
