@@ -45,12 +45,14 @@ def vcluster_schema(version: str) -> Obj:
 
 
 def resolve(schema: Obj, node: Obj) -> Obj:
-    """`node` with its `$ref` followed and `X | None` (pydantic's anyOf with null) read as X."""
+    """`node` with its `$ref` followed and `X | None` (pydantic's anyOf with null) read as X; of the syncer's
+    `ImageRef | str | None` (the image's two shapes) the mapping, the shape of vcluster's schema."""
     while True:
         if "$ref" in node:
             node = schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
         elif "anyOf" in node and {"type": "null"} in node["anyOf"]:
-            (node,) = [n for n in node["anyOf"] if n != {"type": "null"}]
+            options = [n for n in node["anyOf"] if n != {"type": "null"}]
+            (node,) = options if len(options) == 1 else [n for n in options if "$ref" in n]
         else:
             return node
 

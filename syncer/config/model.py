@@ -31,7 +31,17 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from syncer.config.selector import Selector, from_label_selector, label_selector_errors
 from syncer.config.tolerations import TolerationError, parse_toleration
@@ -207,10 +217,14 @@ class ImageRef(_Loose):
     repository: str = Field(default="library/alpine", description="repository")
     tag: str = Field(default="3.20", description="tag")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _string(cls, data: Any) -> Any:
-        return parse_image_ref(data) if isinstance(data, str) else data
+
+def _image_string(data: Any) -> Any:
+    """An image written as a string, split as vcluster splits it (`parse_image_ref`)."""
+    return parse_image_ref(data) if isinstance(data, str) else data
+
+
+# An image key: a mapping, or (the charts up to v0.26) a string; the schema says both.
+Image = Annotated[ImageRef, BeforeValidator(_image_string, json_schema_input_type=ImageRef | str)]
 
 
 def _quantity(value: str) -> str:
@@ -227,7 +241,10 @@ def _quantity(value: str) -> str:
 # A resource map of vcluster's (`map[string]interface{}` in its config.go, untyped in its schema): every value a
 # quantity string. vcluster's `parseResources` refuses a number ("resource value of cpu is not a string"), and the
 # chart's values.yaml gives strings ("30m", "64Mi"), so a number is refused here too.
-Quantities = dict[str, Annotated[str, AfterValidator(_quantity)]]
+# The schema gives apimachinery's quantity expression (`resource.ParseQuantity` checks the suffix further).
+QUANTITY_PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+Quantities = dict[str, Annotated[str, AfterValidator(_quantity),
+                                 WithJsonSchema({"type": "string", "pattern": QUANTITY_PATTERN})]]
 
 
 class ContainerResources(_Loose):
@@ -241,7 +258,7 @@ class ContainerResources(_Loose):
 class RewriteHostsInitContainer(_Loose):
     """`sync.toHost.pods.rewriteHosts.initContainer`: the image and resources of `vcluster-rewrite-hosts`."""
 
-    image: ImageRef = Field(default_factory=ImageRef)
+    image: Image = Field(default_factory=ImageRef)
     resources: ContainerResources = Field(default_factory=ContainerResources)
 
 
@@ -367,16 +384,20 @@ class Experimental(_Loose):
     syncSettings: SyncSettings = Field(default_factory=SyncSettings)
 
 
+POD_SECURITY_STANDARDS = ("", "privileged", "baseline", "restricted")
+
+
 class Policies(_Loose):
     """`policies`: only `podSecurityStandard` is read."""
 
     podSecurityStandard: str = Field(default="", description="virtual pods must meet this Pod Security Standard "
-                                                             "(privileged, baseline, restricted) to be synced")
+                                                             "(privileged, baseline, restricted) to be synced",
+                                     json_schema_extra={"enum": list(POD_SECURITY_STANDARDS)})
 
     @field_validator("podSecurityStandard")
     @classmethod
     def _level(cls, v: str) -> str:
-        if v not in ("", "privileged", "baseline", "restricted"):
+        if v not in POD_SECURITY_STANDARDS:
             raise ValueError(f'"{v}" is not a Pod Security Standard (privileged, baseline or restricted)')
         return v
 

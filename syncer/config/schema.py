@@ -9,10 +9,10 @@ The test suite checks that the committed files match the models, so they cannot 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel
@@ -20,10 +20,27 @@ from pydantic import BaseModel
 from syncer.config.model import VClusterConfig
 from syncer.config.policy import PolicyDocument
 
+_ANNOTATIONS = ("title", "description", "default")
+
+
+def _nullable(model: dict[str, Any]) -> None:
+    """Every key of a section's schema `model` allowed to be null, as the model allows it (`model._Section`: Helm
+    drops a null key and vcluster keeps its Go zero value), its annotations (title, description, default) kept
+    beside the `anyOf`."""
+    for name, prop in model.get("properties", {}).items():
+        if {"type": "null"} in prop.get("anyOf", []):
+            continue
+        core = {k: v for k, v in prop.items() if k not in _ANNOTATIONS}
+        options = core["anyOf"] if set(core) == {"anyOf"} else [core]
+        model["properties"][name] = {**{k: v for k, v in prop.items() if k in _ANNOTATIONS},
+                                     "anyOf": [*options, {"type": "null"}]}
+
 
 def schema() -> dict[str, Any]:
     """The JSON Schema of a vcluster.yaml as far as this sidecar reads it (other keys are allowed)."""
     doc = VClusterConfig.model_json_schema()
+    for model in [doc, *doc.get("$defs", {}).values()]:
+        _nullable(model)
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "runtimeclass-syncer: the vcluster.yaml keys it reads"
     return doc
@@ -43,12 +60,16 @@ def defaults() -> dict[str, Any]:
 
 
 def _type_name(ann: Any) -> str:
-    """`bool`, `list[Patch]`, `LabelSelector or null` (no `|`: it would split a Markdown table cell)."""
-    if isinstance(ann, type) and not get_args(ann):
-        return ann.__name__
-    text = re.sub(r"\b(?:syncer\.config\.model\.|typing\.)", "", str(ann))
-    text = re.sub(r"Annotated\[(\w+), [^\[\]]*\]", r"\1", text)  # a validated type shown as its base type
-    return text.replace(" | None", " or null")
+    """`bool`, `list[Patch]`, `LabelSelector or null` (no `|`: it would split a Markdown table cell); a validated
+    type (`Annotated[str, ...]`) is shown as its base type."""
+    origin, args = get_origin(ann), get_args(ann)
+    if origin is Annotated:
+        return _type_name(args[0])
+    if origin in (Union, UnionType):
+        return " or ".join("null" if a is type(None) else _type_name(a) for a in args)
+    if args:
+        return f"{getattr(origin, '__name__', origin)}[{', '.join(_type_name(a) for a in args)}]"
+    return ann.__name__ if isinstance(ann, type) else str(ann)
 
 
 def reference() -> str:
