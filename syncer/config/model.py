@@ -675,8 +675,9 @@ def unpatchable(segments: tuple[Segment, ...]) -> str | None:
 
 
 def _toleration_messages(entries: Any) -> list[tuple[str, str]]:
-    """Each `sync.toHost.pods.enforceTolerations` entry vcluster's syntax does not accept (vcluster drops such
-    an entry silently; here it is a configuration error)."""
+    """Each `sync.toHost.pods.enforceTolerations` entry vcluster's syntax does not accept: a configuration error, as
+    vcluster refuses to start on it (`pkg/config/validation.go` `ValidateConfigAndSetDefaults` returns
+    `ParseToleration`'s error)."""
     out: list[tuple[str, str]] = []
     for i, text in enumerate(entries if isinstance(entries, list) else []):
         if isinstance(text, str):

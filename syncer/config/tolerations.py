@@ -17,8 +17,8 @@ class TolerationError(ValueError):
 def parse_toleration(text: str) -> Obj:
     """A toleration from vcluster's `enforceTolerations` syntax: `*` (tolerate everything), `key`,
     `key=value` (operator left to the API server's default, Equal), `key:Effect` (Exists) or
-    `key=value:Effect` (Equal). Raises TolerationError naming the entry (vcluster drops it silently; a
-    platform team would rather know)."""
+    `key=value:Effect` (Equal). Raises TolerationError naming the entry, as vcluster refuses to start on it
+    (`pkg/config/validation.go` `ValidateConfigAndSetDefaults`)."""
     if text == "*":
         return {"operator": "Exists"}
     colon, equals = text.split(":"), text.split("=")
