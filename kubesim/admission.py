@@ -216,7 +216,8 @@ SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-c
 
 
 def admit_priority(pod: Obj, get_class: Callable[[str], Obj | None], list_classes: Callable[[], list[Obj]]) -> None:
-    """Priority admission on pod create (`admitPod`, `getDefaultPriorityClass`); mutates `pod` or raises 403."""
+    """Priority admission on pod create (plugin/pkg/admission/priority `admitPod`, `getDefaultPriority`); mutates
+    `pod` or raises 403."""
     spec = pod.setdefault("spec", {})
     name = pod["metadata"]["name"]
     cls_name = spec.get("priorityClassName") or ""
@@ -235,7 +236,8 @@ def admit_priority(pod: Obj, get_class: Callable[[str], Obj | None], list_classe
                                     f"spec; priority admission controller computed {priority} from the given "
                                     "PriorityClass name")
     spec["priority"] = priority
-    policy = (cls or {}).get("preemptionPolicy")
+    # getDefaultPriority: with no global default class, priority 0 and PreemptLowerPriority
+    policy = cls.get("preemptionPolicy") if cls is not None else "PreemptLowerPriority"
     if policy is not None:
         if spec.get("preemptionPolicy") is not None and spec["preemptionPolicy"] != policy:
             raise forbidden(PODS, name, f"the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must "

@@ -48,8 +48,13 @@ async def test_priority_admission(clusters: Clusters, ns: str) -> None:
         "priority admission controller computed PreemptLowerPriority from the given PriorityClass name")
     created = await clusters.host.create(PODS, pod("p", namespace=ns, priorityClassName="high"), ns)
     assert (created["spec"]["priority"], created["spec"]["preemptionPolicy"]) == (1000, "PreemptLowerPriority")
-    # no class named: 0 without a global default; with one, its name, value and policy
-    assert (await clusters.host.create(PODS, pod("q", namespace=ns), ns))["spec"]["priority"] == 0
+    # no class named: 0 and PreemptLowerPriority without a global default (getDefaultPriority), so Never is refused;
+    # with one, its name, value and policy
+    spec = (await clusters.host.create(PODS, pod("q", namespace=ns), ns))["spec"]
+    assert (spec["priority"], spec["preemptionPolicy"]) == (0, "PreemptLowerPriority")
+    assert await refused(clusters, pod("n", namespace=ns, preemptionPolicy="Never")) == (
+        'pods "n" is forbidden: the string value of PreemptionPolicy (Never) must not be provided in pod spec; '
+        "priority admission controller computed PreemptLowerPriority from the given PriorityClass name")
     await clusters.host.create(PRIORITYCLASSES, priority_class("tenants", 10, globalDefault=True,
                                                                preemptionPolicy="Never"))
     spec = (await clusters.host.create(PODS, pod("r", namespace=ns), ns))["spec"]

@@ -956,6 +956,10 @@ LISTED = (
     Mutation("kubesim: AppArmor and mirror pod annotations changed on update", "kubesim/validation.py",
              '(new.get("metadata") or {}) + pod_specific_annotation_updates(new, old)',
              '(new.get("metadata") or {})', ("tests/test_api_fidelity.py", "-k", "pod_update_rules")),
+    Mutation("kubesim: a pod without a class gets no default preemptionPolicy", "kubesim/admission.py",
+             'policy = cls.get("preemptionPolicy") if cls is not None else "PreemptLowerPriority"',
+             'policy = cls.get("preemptionPolicy") if cls is not None else None',
+             ("tests/test_host_admission.py", "-k", "priority_admission")),
 )
 
 
