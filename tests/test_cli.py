@@ -254,9 +254,9 @@ LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric
              "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
 
 
-# Each numeric or name flag of `run` out of its range: exit 2, an invalid command line (the module docstring of syncer/cli.py,
-# argparse's usage error), naming the flag, before any cluster is asked. --pod-workers 0 used to start a syncer that
-# never synced a pod.
+# Each numeric or name flag of `run` out of its range: exit 2, an invalid command line (the module docstring of
+# syncer/cli.py, argparse's usage error), naming the flag, before any cluster is asked. --pod-workers 0 used to start a
+# syncer that never synced a pod.
 async def test_flags_out_of_range_are_command_line_errors() -> None:
     cases = [("--pod-workers", "0", "must be at least 1, not 0"), ("--pod-workers", "-2", "must be at least 1, not -2"),
              ("--pod-workers", "two", "not a whole number: 'two'"),
