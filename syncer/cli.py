@@ -253,7 +253,8 @@ def tune_gc() -> None:
 async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy | None = None) -> int:
     """`run`: check what waiting cannot fix (exit 2), serve the probes, wait until both clusters' configurations
     can be used (syncer/startup.py), then run the syncer until SIGTERM/SIGINT."""
-    from syncer.kube.client import DEFAULT_USER_AGENT, KubeClient
+    from syncer.kube.client import DEFAULT_USER_AGENT, KubeClient, sleep_or_stop
+    from syncer.kube.informer import Backoff
     from syncer.kube.leader import LeaderElector
     from syncer.manager import Options, Syncer
     from syncer.metrics import Metrics
@@ -319,7 +320,10 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
                 Path(args.policy), config, apply_policy, stop, in_force=policy.text,
                 rejected=lambda _: startup.metrics.policy_reloads.labels("invalid").inc()))
             cleanup.push_async_callback(_finish, reload)
-        while True:  # once, and again after a kubeconfig changed
+        # the wait before campaigning again after a lost lease: the retry period, doubled per loss of a syncer that
+        # never got ready (an election that fails at once must not loop on both API servers' lists)
+        rejoin = Backoff(initial=args.retry_period, cap=60.0)
+        while True:  # once, and again after a kubeconfig changed or a lost lease
             clients = await startup.clients(loaders, stop)  # waits (probes served) until both can be used
             if clients is None:
                 log.info("stopped while waiting for the cluster configurations")
@@ -355,7 +359,13 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
                 # An exit would take the vcluster pod out of its Service until the kubelet restarted the sidecar
                 # (with CrashLoopBackOff's growing wait if it repeats); the identity is kept, so no other replica
                 # having taken the Lease meanwhile, this one leads again as soon as the host answers.
-                log.error("leadership lost: every controller stopped; campaigning again as a follower")
+                if syncer.ready_event.is_set():
+                    rejoin.reset()
+                delay = rejoin.next()
+                log.error("leadership lost: every controller stopped; campaigning again as a follower in %.1f s",
+                          delay)
+                if await sleep_or_stop(delay, stop):
+                    break
     log.info("stopped")
     return EXIT_OK
 

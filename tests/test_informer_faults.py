@@ -262,15 +262,30 @@ async def test_a_bookmark_resets_the_backoff() -> None:
         await eventually(lambda: clock.pending() == [clock.now() + 4], "backed off 4 s again, not 16", timeout=2)
 
 
-async def test_a_watch_that_lasted_the_short_watch_threshold_resets_the_backoff() -> None:
-    # without bookmarks (an API server without its watch cache), a watch that lasted SHORT_WATCH (1 s, client-go's
-    # "very short watch" threshold) worked
+async def test_a_watch_that_lasted_two_minutes_resets_the_backoff() -> None:
+    # without bookmarks (an API server without its watch cache), a watch that lasted 2 minutes worked: client-go's
+    # backoff manager starts again after 2 minutes without a failure (its resetDuration, tools/cache/reflector.go)
     client, clock = ScriptedClient(), FakeClock()
     async with running(client, clock):
         await fail_twice(client, clock)
-        clock.advance(1.0)
+        clock.advance(120.0)
         client.streams[2].put_nowait(UNAVAILABLE)
         await eventually(lambda: clock.pending() == [clock.now() + 4], "backed off 4 s again, not 16", timeout=2)
+
+
+async def test_a_server_that_fails_every_watch_a_moment_later_is_backed_off_more_each_time() -> None:
+    # a server that accepts every watch and fails it a few seconds later (no event) has not worked in between: the
+    # backoff grows to its cap instead of starting again each time (a reset after one lasting second retried such a
+    # server every 1.2 s for ever)
+    client, clock = ScriptedClient(), FakeClock()
+    async with running(client, clock):
+        await fail_twice(client, clock)
+        for i, delay in ((2, 16), (3, 16)):
+            clock.advance(5.0)
+            client.streams[i].put_nowait(UNAVAILABLE)
+            await eventually(lambda d=delay: clock.pending() == [clock.now() + d], f"backed off {delay} s", timeout=2)
+            clock.advance(delay)
+            await watching(client, i + 2)
 
 
 async def test_a_watch_accepted_then_failing_at_once_escalates_the_log(caplog: pytest.LogCaptureFixture) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +86,31 @@ async def test_a_lost_lease_rejoins_the_election_in_the_same_process(clusters: C
         await clusters.host.create(RUNTIMECLASSES, rc("youki", labels={"environment": "development"}))
         await virtual_rc_names(clusters, lambda n: n == {"gvisor", "youki"}, "synced after leading again")
         assert "campaigning again as a follower" in lost
+        assert await p.stop() == 0
+    finally:
+        if p.proc is not None and p.proc.returncode is None:
+            await p.stop("kill")
+
+
+async def test_a_crashed_election_is_campaigned_again_with_a_growing_wait(clusters: Clusters, tmp_path: Path) -> None:
+    # An election that fails at once (a bug: here its attempt raises a RuntimeError, injected at start-up through
+    # sitecustomize) ends each round before it led: campaigning again at once would re-list both clusters in a loop,
+    # where an exit used to get the kubelet's CrashLoopBackOff. The wait starts at --retry-period and doubles.
+    (tmp_path / "sitecustomize.py").write_text(
+        "import syncer.kube.leader as leader\n\n\nasync def crash(self):\n    raise RuntimeError('a bug')\n\n\n"
+        "leader._BoundedElection._acquire_or_renew = crash\n")
+    args = ["--config", "examples/vcluster-matchlabels.yaml", "--virtual-kubeconfig", str(clusters.virtual_kubeconfig),
+            "--host-kubeconfig", str(clusters.host_kubeconfig), "--vcluster-name", VCLUSTER,
+            "--host-namespace", HOST_NS, "--leader-elect", *FAST]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    p = await SyncerProcess(*args, env=env).start()
+    try:
+        def waits() -> list[float]:
+            return [float(m.group(1)) for line in p.lines
+                    if (m := re.search(r"campaigning again as a follower in ([0-9.]+) s", line))]
+        await eventually(lambda: len(waits()) >= 3, "three rounds", 30)
+        first, second, third = waits()[:3]
+        assert 1.0 <= first < 1.3 and 2.0 <= second < 2.5 and 4.0 <= third < 4.9, waits()  # retry period 1 s
         assert await p.stop() == 0
     finally:
         if p.proc is not None and p.proc.returncode is None:

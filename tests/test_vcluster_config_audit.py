@@ -149,6 +149,17 @@ async def test_misspelt_keys_beside_the_syncers_section_are_refused(tmp_path: Pa
     assert (code, err.splitlines()) == (2, [t.format(vc="") for t in TYPOS])
 
 
+async def test_keys_a_newer_vcluster_may_add_beside_these_are_left_to_it(tmp_path: Path) -> None:
+    # only a key within two letter edits of one of vcluster's (case aside) is a misspelling; a new key that merely
+    # resembles one (vcluster adds keys at these levels in new releases) must not stop the syncer
+    newer = ("sync:\n  toHost:\n    persistentVolumeClaimTemplates: {enabled: false}\n    pods:\n      enabled: false\n"
+             "      hostPriorityClassName: x\n      enforceTolerationSeconds: 1\nnetworking:\n  advanced:\n"
+             "    clusterDNS: 10.0.0.10\n    proxyKubeletsPort: 1\n")
+    own, vc = write(tmp_path, "own.yaml", OWN), write(tmp_path, "vc.yaml", newer)
+    code, _, err = await run_cli("validate", "--config", str(own), "--vcluster-config", str(vc))
+    assert code == 0, err
+
+
 async def test_run_refuses_a_misspelt_forced_runtime_class(clusters: Clusters, tmp_path: Path) -> None:
     own = write(tmp_path, "own.yaml", OWN)
     vc = write(tmp_path, "vc.yaml", OFF + "      runtimeClassname: gvisor\n")

@@ -603,17 +603,38 @@ VCLUSTER_KEYS: dict[tuple[str, ...], frozenset[str]] = {
 }
 
 
+def misspelling_of(key: str, known: Iterable[str]) -> str | None:
+    """The known key `key` misspells: one at most 2 letter edits (insert, delete, replace) away, case aside
+    (`runtimeClassname`, `useSecretForSATokens`, `pod`, `runtimeClass`). Tighter than `did_you_mean`: a key that a
+    newer vcluster adds beside these (`persistentVolumeClaimTemplates`, `clusterDNS`) must not stop the syncer."""
+    lowered = key.lower()
+    return next((k for k in sorted(known) if _edits(lowered, k.lower()) <= 2), None)
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance of `a` and `b` (3 for anything further: only `<= 2` is asked)."""
+    if abs(len(a) - len(b)) > 2:
+        return 3
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
 def _misspelt_sections(document: dict[str, Any]) -> list[tuple[str, str]]:
     """(path, message) for each key at a level of VCLUSTER_KEYS (on the way to `sync.fromHost.runtimeClasses`, and
-    beside the other keys the syncer reads) that is not vcluster's but close to one of its keys (other unknown keys
-    there are left to vcluster, whose newer versions add keys)."""
+    beside the other keys the syncer reads) that is not vcluster's but a misspelling of one of its keys
+    (`misspelling_of`; other unknown keys there are left to vcluster, whose newer versions add keys)."""
     out: list[tuple[str, str]] = []
     for level, known in VCLUSTER_KEYS.items():
         node = _sub(document, *level) if level else document
         for key in node if isinstance(node, dict) else ():
-            if isinstance(key, str) and key not in known and did_you_mean(key, known):
+            meant = misspelling_of(key, known) if isinstance(key, str) and key not in known else None
+            if meant is not None:
                 path = ".".join((*level, key))
-                out.append((path, unknown_key_message(path, key, known)))
+                out.append((path, f'invalid {path}: unknown field "{key}" (did you mean "{meant}"?)'))
     return out
 
 

@@ -420,11 +420,13 @@ class PodReconciler:
         raw = self.virtual_pods.full(key)
         vpod = trust.tenant_pod(raw) if raw is not None else None  # the trust boundary: all below reads only this
         hpod = self.host_pods.full(self.host_key(namespace, name))
-        if vpod is not None and self.namespaces.get(namespace) is None:
+        if (vpod is not None and hpod is None and not vpod["metadata"].get("deletionTimestamp")
+                and self.namespaces.get(namespace) is None):
             # The namespace's watch event has not come yet (another watch than the pod's): its labels choose the
-            # runtime policy's entry and go to the host pod as ns-labels, so nothing is decided without them. Its
-            # ADDED event enqueues the namespace's pods. vcluster's translator fails the reconcile instead
-            # (translateLabels reads the namespace from the virtual API server).
+            # runtime policy's entry and go to the host pod as ns-labels, so no host pod is created without them.
+            # Its ADDED event enqueues the namespace's pods. vcluster's translator fails the reconcile instead
+            # (translateLabels reads the namespace from the virtual API server). A pod with a host pod, or being
+            # deleted, goes on: a namespace removed under its pods (force-finalized) must not strand them.
             log.debug("pod %s: its namespace is not in the cache yet; its watch event reconciles the pod", key)
             return None
         action = podplan.plan(vpod, hpod, vcluster_name=self.vcluster_name, namespace=namespace, name=name,

@@ -19,7 +19,9 @@ and retried with backoff; other RuntimeClasses are not held up. So is a result t
 refuse (syncer/patches/apply.py `_typed_field_problem`, its scheduling and overhead rules in
 syncer/patches/fields.py): it is found before anything is deleted or written, and the last good copy is kept.
 Should the virtual API server still refuse a patched copy (400/422: a rule the syncer does not know), that is the
-same patch failure (`_refused`): the event, the copy kept, a retry with backoff.
+same patch failure (`_refused`): the event, the copy kept, a retry with backoff. One exception: a host handler
+change deletes the copy before it creates the new one (the field is immutable), so a create refused for such a rule
+leaves no copy until the patch is fixed.
 
 The syncer's own write of a patched copy is not evaluated again when its watch event arrives: while the host class
 and the virtual copy are at the resourceVersions of that write (`_written`), nothing has changed that the patches

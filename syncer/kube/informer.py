@@ -32,6 +32,13 @@ from syncer.kube.workqueue import MAX_EXPONENT
 
 log = logging.getLogger(__name__)
 
+WORKED_AFTER = 120.0
+"""Seconds: a watch the server accepted that lasts this long counts as working, though it sent nothing (no bookmark:
+an API server without its watch cache), and the backoff starts again. client-go's reflector resets its backoff
+manager after 2 minutes without a failure (`wait.NewExponentialBackoffManager(800ms, 30s, 2*time.Minute, ...)`,
+tools/cache/reflector.go); a shorter time would reset it on a server that accepts every watch and fails it a
+moment later, which would then be retried without the backoff ever growing."""
+
 Obj = dict[str, Any]
 
 SHORT_WATCH = 1.0
@@ -160,7 +167,7 @@ class Informer:
         self._heard_at = 0.0  # watch_clock time the current watch stream last delivered an event (or started)
         self._events = 0  # events the current watch stream delivered
         self._short_watches = 0  # very short watches in a row
-        self._worked = False  # the current watch delivered an event that is no ERROR, or lasted SHORT_WATCH
+        self._worked = False  # the current watch delivered an event that is no ERROR, or lasted WORKED_AFTER
         self._accepted_at: float | None = None  # watch_clock time the server accepted the current watch
         self._recovering: ApiError | None = None  # the failure before the watch accepted since (logged once it works)
 
@@ -180,7 +187,7 @@ class Informer:
         is the first for `EXPIRED_BACKOFF_RESET` seconds, else after a backoff that doubles per such 410 (and sets
         `last_error` meanwhile). The backoff and the count of failures that escalates their log start again once a
         list succeeds or a watch works: it delivers an event that is no ERROR (a BOOKMARK counts), or lasts
-        `SHORT_WATCH` seconds after the server accepted it; a watch accepted and then failing is a failure.
+        `WORKED_AFTER` seconds after the server accepted it; a watch accepted and then failing is a failure.
         """
         while not stop.is_set():
             try:
@@ -260,7 +267,7 @@ class Informer:
 
     def _working(self) -> None:
         """A list succeeded, or a watch delivered an event that is no ERROR (a BOOKMARK counts) or lasted
-        `SHORT_WATCH` seconds: the backoff starts again from its initial delay and the failures from 0 (client-go's
+        `WORKED_AFTER` seconds: the backoff starts again from its initial delay and the failures from 0 (client-go's
         reflector resets its backoff manager after 2 minutes without a failure: `wait.NewExponentialBackoffManager(
         800ms, 30s, 2*time.Minute, 2.0, 1.0, clock)`, tools/cache/reflector.go). Logs the recovery once."""
         self._worked = True
@@ -273,8 +280,8 @@ class Informer:
         self._failures = 0
 
     def _lasted(self) -> bool:
-        """Whether the server accepted the current watch at least `SHORT_WATCH` seconds ago (on `watch_clock`)."""
-        return self._accepted_at is not None and self.watch_clock.now() - self._accepted_at >= SHORT_WATCH
+        """Whether the server accepted the current watch at least `WORKED_AFTER` seconds ago (on `watch_clock`)."""
+        return self._accepted_at is not None and self.watch_clock.now() - self._accepted_at >= WORKED_AFTER
 
     async def _list(self) -> None:
         # In chunks of `page_size`, as client-go's reflector lists (its pager asks for 500): each chunk is

@@ -245,7 +245,8 @@ class LeaderElector:
         problem: why the last request for the Lease was refused (403: RBAC), None when it was not.
         lost: set when a leader could not renew within `renew_deadline` seconds of its last successful
             attempt's start (it must stop writing at once), or when the election itself failed on an
-            unexpected error (then no replica state is trusted: the process should restart). A failed
+            unexpected error (then no replica state is trusted: the caller builds everything anew and campaigns
+            again after a growing wait, syncer/cli.py `_serve`). A failed
             request (connection refused, a hung request cut at its bound) is retried, never sets it alone.
     """
 
