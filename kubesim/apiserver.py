@@ -767,17 +767,12 @@ class EmbeddedAPIServer:
                 raise StatusError(422, f"{res.kind} is invalid: metadata.name: Required value: name or "
                                        "generateName is required", "Invalid")
             meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
-        if self.storage.get(res, ns, meta["name"]) is not None:
-            raise already_exists(res, meta["name"])
+        # kube-apiserver's order (endpoints/handlers/create.go, then registry Store.Create): decoding defaults, the
+        # mutating admission plugins (then webhooks), the strategy's PrepareForCreate, validation, the validating
+        # admission (PodSecurity), and only then the storage's AlreadyExists
         if res == PODS and isinstance(obj.get("spec"), dict):
-            admission.default_pod_spec(obj)  # decoding defaults come before the strategy and validation
+            admission.default_pod_spec(obj)
         if res == PODS:
-            features.drop_disabled_pod_fields(obj, None, self.minor)
-            features.merge_label_keys(obj, self.minor)  # the pod strategy's PrepareForCreate, before validation
-        admission.validate_create(res, obj, self.minor)
-        if res == PODS:
-            admission.default_pod(obj)
-            # the mutating plugins in kube-apiserver's order, then the validating PodSecurity
             admission.admit_service_account(obj, lambda n: self.storage.get(SERVICEACCOUNTS, ns, n))
             admission.admit_priority(obj, lambda n: self.storage.get(PRIORITYCLASSES, "", n),
                                      lambda: list(self.storage.objects(PRIORITYCLASSES).values()))
@@ -786,8 +781,19 @@ class EmbeddedAPIServer:
                 admission.admit_runtime_class(obj, lambda n: self.storage.get(RUNTIMECLASSES, "", n))
             for webhook in self.pod_create_webhooks:
                 webhook(obj)
+            features.drop_disabled_pod_fields(obj, None, self.minor)
+            features.merge_label_keys(obj, self.minor)  # the pod strategy's PrepareForCreate, before validation
+        admission.validate_create(res, obj, self.minor)
+        if res == PODS:
+            admission.default_pod(obj)
             namespace = self.storage.get(NAMESPACES, "", ns)
             admission.admit_pod_security(obj, ((namespace or {}).get("metadata") or {}).get("labels"))
+        existing = self.storage.get(res, ns, meta["name"])
+        if existing is not None:
+            err = already_exists(res, meta["name"])
+            if (existing.get("metadata") or {}).get("deletionTimestamp"):  # Store.Create: the object is terminating
+                err = StatusError(409, f"object is being deleted: {err.message}", "AlreadyExists", err.details)
+            raise err
         if res == PRIORITYCLASSES:
             admission.admit_priority_class(obj, lambda: list(self.storage.objects(PRIORITYCLASSES).values()))
         if res == NAMESPACES:

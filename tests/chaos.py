@@ -529,7 +529,12 @@ class Scenario:
             h = hpods.get(host_name(name, "default", VCLUSTER))
             deleting = bool(v["metadata"].get("deletionTimestamp"))
             if h is not None and not owned(h, name):  # the gate is judged first, then the name conflict
-                if allowed and not has_event(uid, "SyncError", "is not managed by vcluster", exact=False):
+                if allowed and rcn and rcn not in host_rcs:  # no gate (empty selector): the host's RuntimeClass
+                    # admission refuses the create before its storage finds the name taken (endpoints/handlers/
+                    # create.go: admission, then registry Store.Create's AlreadyExists)
+                    if not has_event(uid, "SyncError", f'RuntimeClass "{rcn}" not found', exact=False):
+                        out.append(f"pod {name}: no SyncError event with the host's refusal of class {rcn}")
+                elif allowed and not has_event(uid, "SyncError", "is not managed by vcluster", exact=False):
                     out.append(f"pod {name}: no SyncError event about the host pod of another owner")
                 elif not allowed and not has_event(uid, "SyncWarning", message, exact=True):
                     out.append(f"pod {name}: refused but no SyncWarning event with {message!r}")

@@ -310,6 +310,25 @@ async def test_a_pod_with_scheduling_gates_is_not_bound(clusters: Clusters) -> N
     assert (await clusters.host.get(PODS, "foo", NS))["spec"]["nodeName"] == "node-1"
 
 
+
+async def test_a_create_is_admitted_and_validated_before_the_name_is_found_taken(clusters: Clusters) -> None:
+    # kube-apiserver's order: mutating admission and webhooks, the strategy's PrepareForCreate, validation, validating
+    # admission, and only then the storage's AlreadyExists (endpoints/handlers/create.go; registry Store.Create),
+    # which says when the object holding the name is terminating: "object is being deleted: ..."
+    await clusters.host.create(PODS, pod("p"), NS)
+    with pytest.raises(ApiError) as err:
+        await clusters.host.create(PODS, with_spec(hostname="a.b"), NS)
+    assert (err.value.status, err.value.message) == (
+        422, 'Pod "p" is invalid: spec.hostname: Invalid value: "a.b": must not contain dots')
+    with pytest.raises(ApiError) as err:
+        await clusters.host.create(PODS, pod("p"), NS)
+    assert (err.value.status, err.value.message) == (409, 'pods "p" already exists')
+    await clusters.host.bind("p", NS, "node-1")
+    await clusters.host.delete(PODS, "p", NS, grace_period_seconds=30)  # bound: terminating for 30 s
+    with pytest.raises(ApiError) as err:
+        await clusters.host.create(PODS, pod("p"), NS)
+    assert (err.value.status, err.value.message) == (409, 'object is being deleted: pods "p" already exists')
+
 async def test_graceful_deletion_as_the_pod_registry(clusters: Clusters) -> None:
     await clusters.host.create(PODS, pod("unscheduled"), NS)
     await clusters.host.delete(PODS, "unscheduled", NS, grace_period_seconds=30)

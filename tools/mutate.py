@@ -998,6 +998,13 @@ LISTED = (
     Mutation("a lost lease re-campaigned at once (an election failing at once loops on both API servers)",
              "syncer/cli.py", "                if syncer.ready_event.is_set():", "                if True:",
              ("tests/test_leader.py", "-k", "crashed_election")),
+    Mutation("kubesim: a taken name refused before admission and validation", "kubesim/apiserver.py",
+             "        # admission (PodSecurity), and only then the storage's AlreadyExists",
+             '        if self.storage.get(res, ns, meta["name"]) is not None: raise already_exists(res, meta["name"])',
+             ("tests/test_api_fidelity.py", "-k", "before_the_name")),
+    Mutation("kubesim: a terminating object's taken name not said", "kubesim/apiserver.py",
+             'if (existing.get("metadata") or {}).get("deletionTimestamp"):', "if False:",
+             ("tests/test_api_fidelity.py", "-k", "before_the_name")),
 )
 
 
