@@ -6,8 +6,8 @@ vcluster.yaml loads. Unknown keys are errors only inside `sync.fromHost.runtimeC
 its selector, the selector's expressions, and each patch), where a typo would silently change what is
 synced, and on the way there (the top level, `sync`, `sync.fromHost`) and beside the other keys it reads
 (`sync.toHost`, `sync.toHost.pods`, its `rewriteHosts(.initContainer)`, `controlPlane.advanced`,
-`networking.advanced`) when a key is not one of vcluster's but close to one (`fromhost`, `runtimeClass`,
-`runtimeClassname`): such a setting would be read as absent.
+`networking.advanced`) when a key is not one of vcluster's but within two letter edits of one (`fromhost`,
+`runtimeClass`, `runtimeClassname`): such a setting would be read as absent.
 
 Types are as strict as vcluster's `values.schema.json` (Helm refuses the values otherwise, and vcluster's
 `yaml.UnmarshalStrict` into its Go structs refuses them too): a boolean is `true` or `false`, never
@@ -573,9 +573,9 @@ def _pydantic_errors(err: ValidationError, root: type[BaseModel] | None = None) 
 # the `properties` of vcluster's chart/values.schema.json at these levels, from v0.20.6 (the first vcluster.yaml) to
 # main 487667546 (a test checks that the schemas of the supported minors in tests/data/vcluster-chart-*/ are
 # covered; each of these levels has `additionalProperties: false` there). A key at one of these levels that is none
-# of these but close to one is an error: the setting it meant would be read as absent (a misspelt
-# `sync.toHost.pods.runtimeClassname` would silently turn the forced runtime class off). Other unknown keys are left
-# to vcluster, whose newer versions add keys at these levels.
+# of these but within two letter edits of one (`misspelling_of`) is an error: the setting it meant would be read
+# as absent (a misspelt `sync.toHost.pods.runtimeClassname` would silently turn the forced runtime class off).
+# Other unknown keys are left to vcluster, whose newer versions add keys at these levels.
 VCLUSTER_KEYS: dict[tuple[str, ...], frozenset[str]] = {
     (): frozenset({
         "controlPlane", "deletion", "deploy", "experimental", "exportKubeConfig", "external", "global",
