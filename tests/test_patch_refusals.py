@@ -133,6 +133,32 @@ async def test_a_patched_copy_the_api_server_refuses_for_a_rule_the_syncer_lacks
     assert kept["metadata"]["resourceVersion"] == good["metadata"]["resourceVersion"]
 
 
+
+async def test_a_new_handlers_copy_refused_for_a_rule_the_syncer_lacks_keeps_the_old_copy(clusters: Clusters) -> None:
+    # A handler change deletes the copy and creates the new one (the field is immutable): the new one is created as
+    # a dry run first, which the API server admits and validates before finding the name taken (a 409 then means it
+    # passed), so a ValidatingAdmissionPolicy's 422 keeps the old copy for the virtual pods that name it.
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", DEV))
+    denial = ("runtimeclasses.node.k8s.io \"gvisor\" is forbidden: ValidatingAdmissionPolicy 'handlers' with "
+              "binding 'handlers' denied request: failed expression: object.handler != 'runsc-debug'")
+    doc = with_patches({"path": 'metadata.annotations["patched"]', "expression": '"yes"'})
+    async with patched_syncer(clusters, doc) as syncer:
+        await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: (o.get("gvisor") or {}).get("metadata", {}).get(
+            "annotations", {}).get("patched") == "yes", what="the patched copy")
+        await syncer.wait_idle()
+    good = await clusters.virtual.get(RUNTIMECLASSES, "gvisor")
+    # the host's handler changed while the syncer was away (a handler is immutable: the host class made anew)
+    await clusters.host.delete(RUNTIMECLASSES, "gvisor")
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc-debug", DEV))
+    clusters.virtual_server.faults.fail(422, verb="create", resource="runtimeclasses", times=1000, message=denial)
+    async with patched_syncer(clusters, doc):
+        events = await wait_for(clusters.virtual, EVENTS, bool, namespace="default", what="PatchFailed")
+        kept = await clusters.virtual.get(RUNTIMECLASSES, "gvisor")
+    (event,) = events.values()
+    assert event["message"] == ('runtime class "gvisor": patches failed: the virtual API server refused the patched '
+                                f"copy: {denial}")
+    assert (kept["handler"], kept["metadata"]["uid"]) == ("runsc", good["metadata"]["uid"])
+
 async def test_an_expression_with_a_new_value_each_time_writes_once_per_change(clusters: Clusters) -> None:
     # Regression: each reconcile evaluated again and wrote, and the echo of that write was the next reconcile:
     # String(Math.random()) wrote thousands of times a second.

@@ -1005,6 +1005,10 @@ LISTED = (
     Mutation("kubesim: a terminating object's taken name not said", "kubesim/apiserver.py",
              'if (existing.get("metadata") or {}).get("deletionTimestamp"):', "if False:",
              ("tests/test_api_fidelity.py", "-k", "before_the_name")),
+    Mutation("a handler change deletes the copy before the new one is known to pass",
+             "syncer/controllers/runtimeclasses.py",
+             "                await self._would_create(desired, actual)", "                pass",
+             ("tests/test_patch_refusals.py", "-k", "lacks_keeps_the_old_copy")),
 )
 
 

@@ -19,9 +19,9 @@ and retried with backoff; other RuntimeClasses are not held up. So is a result t
 refuse (syncer/patches/apply.py `_typed_field_problem`, its scheduling and overhead rules in
 syncer/patches/fields.py): it is found before anything is deleted or written, and the last good copy is kept.
 Should the virtual API server still refuse a patched copy (400/422: a rule the syncer does not know), that is the
-same patch failure (`_refused`): the event, the copy kept, a retry with backoff. One exception: a host handler
-change deletes the copy before it creates the new one (the field is immutable), so a create refused for such a rule
-leaves no copy until the patch is fixed.
+same patch failure (`_refused`): the event, the copy kept, a retry with backoff. A host handler change deletes the
+copy before it creates the new one (the field is immutable), so the new one is first created as a dry run
+(`_would_create`): a refusal keeps the old copy.
 
 The syncer's own write of a patched copy is not evaluated again when its watch event arrives: while the host class
 and the virtual copy are at the resourceVersions of that write (`_written`), nothing has changed that the patches
@@ -176,6 +176,8 @@ class RuntimeClassReconciler:
         if desired.get("handler") != actual.get("handler"):
             log.info("re-create virtual runtime class %s: handler changed from %r to %r (the field is immutable)",
                      name, actual.get("handler"), desired.get("handler"))
+            if self.patcher is not None:
+                await self._would_create(desired, actual)
             await self._delete(actual)
             self.own_writes.created(await self._create(desired, None), name)
             return None
@@ -226,6 +228,23 @@ class RuntimeClassReconciler:
         if self._refusal_logged.get(name) != rv:
             self._refusal_logged[name] = rv
             log.log(level, "%s", message)
+
+    async def _would_create(self, desired: Obj, actual: Obj) -> None:
+        """Before the copy `actual` is deleted for a handler change: a dry-run create of the patched `desired`, so
+        that a refusal for a rule the syncer does not check (400/422, `_refused`) keeps the last good copy. The API
+        server admits and validates a create before its storage finds the name taken (endpoints/handlers/create.go,
+        registry Store.Create), so the 409 AlreadyExists of the copy still there means the new one passed.
+
+        Raises:
+            ReconcileError: the virtual API server refused the patched copy.
+            ApiError: any other failure of the dry run (retried with backoff; nothing deleted).
+        """
+        try:
+            await self.virtual.create(RUNTIMECLASSES, desired, dry_run=True)
+        except ApiError as e:
+            await self._refused(e, actual, desired["metadata"]["name"])
+            if not e.already_exists:
+                raise
 
     async def _create(self, desired: Obj, actual: Obj | None) -> Obj:
         """Create `desired`; `actual`: the virtual class to attach a patch failure's event to (`_refused`).
