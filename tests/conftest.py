@@ -123,6 +123,23 @@ async def running_syncer(c: Clusters, document: Obj, **options: Any) -> AsyncIte
         await virtual.close()
 
 
+@contextlib.asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """Serve the aiohttp `app` on a free port of 127.0.0.1 until the block ends; yields its URL (a stand-in server
+    for what kubesim does not model: a stream framed on purpose, a credential check)."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
 async def hold_watch_down(server: EmbeddedAPIServer, resource: str) -> None:
     """Cut `server`'s watches and refuse the syncer's next watch of `resource` (HTTP 500), so that the syncer's
     informer waits for its retry: with an injected clock, until the test advances it. Returns once the watch was

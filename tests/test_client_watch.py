@@ -19,7 +19,7 @@ from syncer.kube.cache import Store
 from syncer.kube.client import ApiError, KubeClient, WatchEvent
 from syncer.kube.informer import Backoff, Informer
 from syncer.kube.resources import RUNTIMECLASSES
-from tests.conftest import Clusters, eventually, rc
+from tests.conftest import Clusters, eventually, rc, serving
 
 
 def added(name: str, rv: str, **annotations: str) -> bytes:
@@ -43,17 +43,12 @@ async def streaming(*chunks: bytes) -> AsyncIterator[KubeClient]:
 
     app = web.Application()
     app.router.add_get("/apis/node.k8s.io/v1/runtimeclasses", watch)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    client = KubeClient(k8s_client.ApiClient(k8s_client.Configuration(host=f"http://127.0.0.1:{port}")), "fake")
-    try:
-        yield client
-    finally:
-        await client.close()
-        await runner.cleanup()
+    async with serving(app) as url:
+        client = KubeClient(k8s_client.ApiClient(k8s_client.Configuration(host=url)), "fake")
+        try:
+            yield client
+        finally:
+            await client.close()
 
 
 async def events(client: KubeClient) -> tuple[list[tuple[str, str]], ApiError | None]:

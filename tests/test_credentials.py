@@ -23,6 +23,7 @@ from aiohttp import web
 from syncer.kube.client import KubeClient, kubeconfig_fingerprint
 from syncer.kube.resources import RUNTIMECLASSES
 from syncer.startup import watch_kubeconfigs
+from tests.conftest import serving
 
 Obj = dict[str, Any]
 
@@ -39,15 +40,8 @@ async def server() -> AsyncIterator[tuple[str, list[str | None]]]:
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}", seen
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield url, seen
 
 
 def kubeconfig(path: Path, url: str, user: Obj, cluster: Obj | None = None) -> Path:
