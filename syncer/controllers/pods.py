@@ -38,7 +38,7 @@ from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
 from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, translate
 from syncer.controllers.podtokens import ServiceAccountTokens, TokenSecretTaken
-from syncer.controllers.podtranslate import affinity, tokens, trust
+from syncer.controllers.podtranslate import affinity, scheduling, tokens, trust
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import (
     CONFIGMAP,
@@ -782,6 +782,10 @@ class PodReconciler:
                 await self._delete_reader(vpod, hpod, conflict)
                 return None
         if not unchanged and not await self._violates_pod_security(vpod, decision.runtime_class):
+            dspec = desired["spec"]  # without what the host's RuntimeClass admission merged away at the create
+            if dspec.get("tolerations"):
+                dspec["tolerations"] = scheduling.admitted_tolerations(
+                    dspec["tolerations"], (hpod.get("spec") or {}).get("tolerations") or [])
             plan = podupdate.plan_update(desired, hpod, vpod, vcluster_name=self.vcluster_name)
             if plan.ephemeral:
                 held = await self._hold_ephemeral(vpod, desired, deps, plan)

@@ -18,6 +18,11 @@ Follows vcluster's pod translator (`translator.go`: `Translate`, `parseEnforcedT
   in pod spec; priority admission controller computed Never ..."), which is vcluster issue 1718.
 - **Enforced tolerations.** `sync.toHost.pods.enforceTolerations` entries (`key[=value]:effect`, `key[=value]`
   or `*`) are appended to every host pod's tolerations unless an equal one is there.
+- **What the host's admission dropped.** The host's RuntimeClass admission merges the class's
+  `scheduling.tolerations` into the pod's at the create (`MergeTolerations`, pkg/util/tolerations): of two
+  tolerations where one tolerates a superset of the other only the broader is kept, so a pod's own (or an enforced)
+  toleration is dropped for a broader one of the class. Put back by the next update, it would be a host write that
+  changes nothing the scheduler or the taint manager reads (`admitted_tolerations`).
 - **Images.** `sync.toHost.pods.translateImage` maps an exact image to another, for every container kind.
 """
 
@@ -38,6 +43,49 @@ def same_toleration(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     keys = set(a) | set(b)
     return all(a.get(k) == b.get(k) if k == "tolerationSeconds" else (a.get(k) or None) == (b.get(k) or None)
                for k in keys)
+
+
+def tolerates_superset(ss: Mapping[str, Any], t: Mapping[str, Any]) -> bool:
+    """Whether toleration `ss` tolerates a superset of what `t` tolerates: `isSuperset` of kubernetes'
+    pkg/util/tolerations/tolerations.go, which `MergeTolerations` applies (an empty key with `Exists` matches every
+    key, an empty effect every effect, a NoExecute `ss` with `tolerationSeconds` only a `t` with no longer ones, an
+    empty operator means `Equal` but matches only an explicit `Equal`, an unknown operator nothing)."""
+    if same_toleration(ss, t):
+        return True
+    if (t.get("key") or "") != (ss.get("key") or "") and ((ss.get("key") or "") or ss.get("operator") != "Exists"):
+        return False
+    if (t.get("effect") or "") != (ss.get("effect") or "") and ss.get("effect"):
+        return False
+    if ss.get("effect") == "NoExecute" and ss.get("tolerationSeconds") is not None and (
+            t.get("tolerationSeconds") is None or t["tolerationSeconds"] > ss["tolerationSeconds"]):
+        return False
+    if (ss.get("operator") or "Equal") == "Equal":
+        return t.get("operator") == "Equal" and (t.get("value") or "") == (ss.get("value") or "")
+    return ss.get("operator") == "Exists"
+
+
+def _but_seconds(toleration: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in toleration.items() if k != "tolerationSeconds"}
+
+
+def admitted_tolerations(desired: Sequence[Any], host: Sequence[Any]) -> list[Any]:
+    """The desired tolerations of a host pod without those its create's admission dropped as redundant: each one
+    the host pod lacks that a toleration only the host has (not the pod's own, nor one of them with another
+    `tolerationSeconds`: the class's, DefaultTolerationSeconds', a host webhook's) tolerates a superset of
+    (`tolerates_superset`, as `MergeTolerations` dropped it), unless it has `tolerationSeconds` the broader one does
+    not have: beside the broader one it would still evict the pod sooner (the taint manager takes the shortest of
+    the matching ones), so it is not redundant and is added as vcluster's `calcSpecDiff` adds it."""
+    own = [_but_seconds(d) for d in desired if isinstance(d, dict)]
+    broader = [h for h in host if isinstance(h, dict) and not any(same_toleration(_but_seconds(h), o) for o in own)]
+
+    def redundant(d: Mapping[str, Any]) -> bool:
+        if any(isinstance(h, dict) and same_toleration(h, d) for h in host):
+            return False
+        return any(not same_toleration(h, d) and tolerates_superset(h, d) and (
+            d.get("tolerationSeconds") is None or h.get("tolerationSeconds") == d["tolerationSeconds"])
+            for h in broader)
+
+    return [d for d in desired if not (isinstance(d, dict) and redundant(d))]
 
 
 def add_tolerations(tolerations: Sequence[Any], extra: Sequence[Obj]) -> list[Any]:
