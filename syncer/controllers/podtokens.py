@@ -110,7 +110,7 @@ class ServiceAccountTokens:
         name = self.secret_name(meta["namespace"], meta["name"]) if self.use_secrets else None
         data, where = tokens.apply_tokens(
             desired["spec"], desired["metadata"]["annotations"], issued, secret_name=name,
-            suffix=lambda: secrets.token_hex(4))
+            suffix=lambda: secrets.token_hex(4), pod_spec=vpod.get("spec") or {})
         if self.lifetime:
             # `where` has one key per source, in the order of `issued`
             expirations = {k: src.expiration for k, src in zip(where, sources, strict=True) if src.expiration}

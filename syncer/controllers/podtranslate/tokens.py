@@ -12,6 +12,21 @@ lives either
 - with `sync.toHost.pods.useSecretsForSATokens`, in the host Secret `<host name of <pod>-sa-token>` under
   the volume's name, read through a secret source (the Secret is owned by the host pod, so it goes with it).
 
+**File mode (deliberately different from vcluster).** vcluster gives every token file the item mode 0644, over the
+volume's `defaultMode` and over the kubelet's rule for token files. The kubelet writes a `serviceAccountToken` file
+with the projected volume's `defaultMode` (0644 when it sets none), but 0600 when the pod has an `fsGroup` or all its
+containers run as one `runAsUser` (kubernetes pkg/volume/projected/projected.go `collectData`, `FsUserFrom` in
+pkg/volume/util/util.go); the file is then owned by that user, and an `fsGroup` makes it 0640 with that group
+(`SetVolumeOwnership` adds group read). Here the item gets (`token_file_mode`, judged on the virtual pod's spec, without
+the syncer's own init container):
+
+- with an `fsGroup`: 0600, which the host's kubelet turns into 0640 with the pod's `fsGroup`, as for a token;
+- with one common `runAsUser` and no `fsGroup`: 0600 for root; for another user 0644, as vcluster: a downward-API or
+  Secret file cannot be given to the pod's user, so it must be readable by others for that user to read it (all the
+  pod's containers run as that user);
+- otherwise the volume's `defaultMode` (0644 unless the tenant set another): a tenant's `defaultMode: 0400` keeps the
+  token from the pod's other users, as on a plain cluster, where vcluster's 0644 let every user of the pod read it.
+
 The host pod thus never carries a host token (`automountServiceAccountToken: false`), and a token only
 grants what the pod's service account may do in the virtual cluster.
 
@@ -51,7 +66,8 @@ RENEW_AFTER = 0.8  # of the lifetime, as the kubelet
 API_DEFAULT_EXPIRATION = 3600  # seconds: a projection's `expirationSeconds` when it sets none (SetDefaults_...)
 MIN_EXPIRATION = 600  # the least a projection or TokenRequest may ask (ValidateServiceAccountTokenProjection)
 STATE_ANNOTATION = "runtimeclass-syncer.io/token-renewal"
-FILE_MODE = 0o644
+FILE_MODE = 0o644  # a projected volume's defaultMode when it sets none (SetDefaults_ProjectedVolumeSource); vcluster's
+OWNER_ONLY = 0o600  # the kubelet's token file of a pod with an fsGroup or one runAsUser (projected.go collectData)
 
 
 @dataclass(frozen=True)
@@ -95,6 +111,33 @@ def token_sources(spec: Obj, cluster_domain: str = CLUSTER_DOMAIN) -> list[Token
                                        (audience,) if audience else default_audiences(cluster_domain),
                                        _short_expiration(tok.get("expirationSeconds"))))
     return out
+
+
+def fs_user(spec: Obj) -> Any:
+    """The kubelet's `FsUserFrom` (pkg/volume/util/util.go): the `runAsUser` every container of the pod runs as
+    (`DetermineEffectiveRunAsUser`: the container's own, else the pod's), None when one has none or two differ."""
+    pod_user = (spec.get("securityContext") or {}).get("runAsUser")
+    user = None
+    for kind in ("initContainers", "containers", "ephemeralContainers"):
+        for c in spec.get(kind) or []:
+            own = ((c.get("securityContext") if isinstance(c, dict) else None) or {}).get("runAsUser")
+            uid = pod_user if own is None else own
+            if uid is None or (user is not None and uid != user):
+                return None
+            user = uid
+    return user
+
+
+def token_file_mode(spec: Obj, volume: Obj) -> int:
+    """The item mode of the file that replaces a token projection of `volume` in a pod of spec `spec` (the virtual
+    pod's): the rules of this module's docstring, "File mode"."""
+    if (spec.get("securityContext") or {}).get("fsGroup") is not None:
+        return OWNER_ONLY  # the kubelet's 0600, made 0640 with the fsGroup by SetVolumeOwnership
+    user = fs_user(spec)
+    if user is not None:
+        return OWNER_ONLY if user == 0 else FILE_MODE  # the file is root's: another user reads it as others do
+    mode = (volume.get("projected") or {}).get("defaultMode")
+    return mode if isinstance(mode, int) and not isinstance(mode, bool) else FILE_MODE
 
 
 def token_request(audiences: tuple[str, ...] | list[str], pod_name: str, pod_uid: str, lifetime: int) -> Obj:
@@ -150,7 +193,8 @@ class RenewalState:
 
 
 def apply_tokens(spec: Obj, annotations: dict[str, str], tokens: list[tuple[TokenSource, str]], *,
-                 secret_name: str | None, suffix: Callable[[], str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+                 secret_name: str | None, suffix: Callable[[], str],
+                 pod_spec: Obj | None = None) -> tuple[dict[str, str], dict[str, list[str]]]:
     """Replace each token projection of a (copied) host pod spec by its token (mutates `spec` and
     `annotations`).
 
@@ -158,6 +202,8 @@ def apply_tokens(spec: Obj, annotations: dict[str, str], tokens: list[tuple[Toke
         tokens: (projection, token) pairs from token_sources and the TokenRequests.
         secret_name: the host Secret for Secret mode, or None for annotation mode.
         suffix: a random suffix for annotation names (vcluster's 8 random characters).
+        pod_spec: the virtual pod's spec, whose security context and containers choose the files' mode
+            (`token_file_mode`); `spec` itself when None.
     Returns:
         the Secret's data (key -> token) in Secret mode, else an empty dict; and where each token is
         (annotation name or Secret key) -> its audiences (the renewal state's `tokens`). A Secret key is the
@@ -171,12 +217,13 @@ def apply_tokens(spec: Obj, annotations: dict[str, str], tokens: list[tuple[Toke
     volumes = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, dict)}
     for source, token in tokens:
         sources = volumes[source.volume]["projected"]["sources"]
+        mode = token_file_mode(spec if pod_spec is None else pod_spec, volumes[source.volume])
         if secret_name is not None:
             key = source.volume if source.volume not in data else f"{source.volume}.{source.index}"
             data[key] = token
             where[key] = list(source.audiences)
             sources[source.index] = {"secret": {"name": secret_name, "items": [
-                {"key": key, "path": source.path, "mode": FILE_MODE}]}}
+                {"key": key, "path": source.path, "mode": mode}]}}
         else:
             while (name := TOKEN_ANNOTATION_PREFIX + suffix()) in annotations:
                 pass
@@ -185,5 +232,5 @@ def apply_tokens(spec: Obj, annotations: dict[str, str], tokens: list[tuple[Toke
             sources[source.index] = {"downwardAPI": {"items": [
                 {"path": source.path, "fieldRef": {"apiVersion": "v1",
                                                    "fieldPath": f"metadata.annotations['{name}']"},
-                 "mode": FILE_MODE}]}}
+                 "mode": mode}]}}
     return data, where
