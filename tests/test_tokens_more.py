@@ -1,5 +1,5 @@
-"""Service-account tokens: the mode of the file that replaces a token projection (syncer/controllers/podtranslate/
-tokens.py, podtokens.py; behaviour.md section 3.1).
+"""Service-account tokens: the mode of the file that replaces a token projection, and an orphan's tokens once its
+virtual pod is gone (syncer/controllers/podtranslate/tokens.py, podtokens.py; behaviour.md sections 3 and 3.1).
 
 Expected modes are the kubelet's for a `serviceAccountToken` source (kubernetes pkg/volume/projected/projected.go
 `collectData`: the volume's `defaultMode`, but 0600 when `mounterArgs.FsUser` or `FsGroup` is set, "When FsGroup is
@@ -9,15 +9,19 @@ writes as root's, could not be read by the pod's user that way."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
 import pytest
 
 from syncer.controllers.podtranslate.tokens import apply_tokens, fs_user, token_file_mode, token_sources
-from syncer.kube.resources import PODS
-from tests.conftest import HOST_NS, Clusters, pod, rc_config, running_syncer
-from tests.test_pod_sync import hname, host_pods
+from syncer.kube.client import DEFAULT_USER_AGENT, ApiError
+from syncer.kube.clock import FakeClock
+from syncer.kube.resources import PODS, RUNTIMECLASSES, SECRETS
+from tests.conftest import HOST_NS, Clusters, eventually, pod, rc, rc_config, running_syncer
+from tests.test_pod_sync import hname, host_pods, warnings_for
+from tests.test_token_renewal import LIFETIME, renewed, token_of, web_synced
 
 Obj = dict[str, Any]
 DEFAULT_MODE = 420  # 0644: SetDefaults_ProjectedVolumeSource, and the kube-api-access volume the API server injects
@@ -115,3 +119,99 @@ async def test_the_host_pods_token_files_get_the_kubelets_mode(clusters: Cluster
     owner_vol = [v["name"] for v in hps[hname("owner")]["spec"]["volumes"] if v["name"].startswith("kube-api")]
     assert token_item(hps[hname("owner")], owner_vol[0])["mode"] == 0o600
     assert token_item(hps[hname("tight")], "creds")["mode"] == 0o400
+
+
+async def test_an_orphan_whose_virtual_pod_is_gone_keeps_nothing_of_the_syncer(clusters: Clusters) -> None:
+    # behaviour.md section 3: an orphan's host pod stays when its virtual pod goes (podplan row 5, LeaveOrphan). Its
+    # tokens are bound to the virtual pod, which is gone: the virtual API server no longer accepts them (kubernetes
+    # pkg/serviceaccount/claims.go `Validate`: the bound pod must exist with the token's uid), and a TokenRequest for
+    # it would be refused (TokenREST.Create: the pod is not found). So they are not renewed, nothing is kept for the
+    # pod, and the token Secret goes with the host pod when the user deletes it.
+    clock = FakeClock()
+    dev = {"matchLabels": {"environment": "development"}}
+    doc = rc_config(dev)
+    doc["sync"]["toHost"] = {"pods": {"useSecretsForSATokens": True}}
+    secret = hname("web-sa-token")
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    async with running_syncer(clusters, doc, clock=clock, token_lifetime=LIFETIME) as syncer:
+        await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"environment": "prod"}}})
+        await warnings_for(clusters, "web", lambda ws: any(w["reason"] == "Orphaned" for w in ws), "orphaned")
+        await eventually(lambda: bool((clusters.host_server.storage.get(SECRETS, HOST_NS, secret) or {}).get(
+            "metadata", {}).get("ownerReferences")), "the token Secret owned by the host pod")
+        await syncer.wait_idle()
+        await clusters.virtual.delete(PODS, "web", "default")  # not bound to a node: gone at once
+        await eventually(lambda: syncer.virtual_pods.full("default/web") is None, "the syncer saw web go")
+        await syncer.wait_idle()
+        assert clusters.host_server.storage.get(PODS, HOST_NS, hname("web")) is not None  # left in place
+        requests = len(clusters.virtual_server.requests)
+        clock.advance(2 * LIFETIME)
+        await syncer.wait_idle()
+        assert "default/web" not in syncer.pod_queue.pending()  # no renewal timer set for the gone pod
+        assert not [p for m, p, _ in clusters.virtual_server.requests[requests:] if p.endswith("/token")]
+        assert renewed(syncer, "renewed") == renewed(syncer, "failed") == 0.0
+        assert "default/web" not in syncer.pod_reconciler.tokens.failing and syncer.ready
+        # the user deletes the orphan on the host: its token Secret goes with it
+        await clusters.host.delete(PODS, hname("web"), HOST_NS, grace_period_seconds=0)
+        await eventually(lambda: clusters.host_server.storage.get(SECRETS, HOST_NS, secret) is None,
+                         "the token Secret gone with the host pod")
+    with pytest.raises(ApiError) as err:
+        await clusters.host.get(SECRETS, secret, HOST_NS)
+    assert err.value.not_found
+
+
+async def test_an_orphans_host_pod_keeps_its_token_annotation_untouched(clusters: Clusters) -> None:
+    # annotation mode: the orphan is never written once its virtual pod is gone (its tokens are invalid without the
+    # pod, and an emptied annotation would only empty the mounted file of a workload the user keeps running)
+    clock = FakeClock()
+    dev = {"matchLabels": {"environment": "development"}}
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+    async with running_syncer(clusters, rc_config(dev), clock=clock, token_lifetime=LIFETIME) as syncer:
+        await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        key, first = token_of(host_annotations(clusters))
+        await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"environment": "prod"}}})
+        await warnings_for(clusters, "web", lambda ws: any(w["reason"] == "Orphaned" for w in ws), "orphaned")
+        await syncer.wait_idle()
+        rv = (clusters.host_server.storage.get(PODS, HOST_NS, hname("web")) or {})["metadata"]["resourceVersion"]
+        await clusters.virtual.delete(PODS, "web", "default")
+        await eventually(lambda: syncer.virtual_pods.full("default/web") is None, "the syncer saw web go")
+        await syncer.wait_idle()
+        clock.advance(2 * LIFETIME)
+        await syncer.wait_idle()
+        hp = clusters.host_server.storage.get(PODS, HOST_NS, hname("web"))
+        assert hp is not None and hp["metadata"]["resourceVersion"] == rv
+        assert token_of(host_annotations(clusters)) == (key, first)
+
+
+async def test_a_renewal_that_finds_its_virtual_pod_gone_is_no_failure(clusters: Clusters) -> None:
+    # The renewal comes due as the virtual pod goes, before the syncer's cache has seen it go (here its virtual pod
+    # watch and re-lists are refused): the TokenRequest is refused (TokenREST.Create: `pods "web" not found`). That is
+    # no failure to count, to show in /readyz (which would take the vcluster pod out of its Service) or to retry: the
+    # deletion's event reconciles the pod, and its host pod goes.
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=LIFETIME) as syncer:
+        await web_synced(clusters, syncer)
+        down = [clusters.virtual_server.faults.fail(500, verb=verb, resource="pods", agent=DEFAULT_USER_AGENT,
+                                                    times=10**6) for verb in ("watch", "list")]
+        clusters.virtual_server.cut_watches()
+        seen = len(clusters.virtual_server.requests)
+        await clusters.virtual.delete(PODS, "web", "default")  # not bound to a node: gone at once
+        clock.advance(0.8 * LIFETIME)
+        await eventually(lambda: any(p.endswith("/token") for _, p, _ in clusters.virtual_server.requests[seen:]),
+                         "the renewal tried")
+        await syncer.wait_idle()
+        assert syncer.virtual_pods.full("default/web") is not None  # the cache is behind
+        assert renewed(syncer, "failed") == renewed(syncer, "renewed") == 0.0
+        assert not [w for w in syncer.readiness_detail() if "service-account tokens" in w]
+        assert "default/web" not in syncer.pod_queue.pending()  # no retry
+        for fault in down:
+            fault.times = 0
+        for _ in range(100):  # the informer's retry comes on the clock
+            if clusters.host_server.storage.get(PODS, HOST_NS, hname("web")) is None:
+                break
+            clock.advance(5)
+            await asyncio.sleep(0.02)
+        await host_pods(clusters, lambda o: hname("web") not in o, "the host pod deleted with its virtual pod")
+    assert renewed(syncer, "failed") == 0.0

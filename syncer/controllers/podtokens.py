@@ -260,6 +260,14 @@ class ServiceAccountTokens:
             await self.host.patch(PODS, hname, {"metadata": {"annotations": ann}}, self.host_namespace,
                                   uid=hpod["metadata"].get("uid"))
         except (ApiError, ReconcileError) as e:
+            if isinstance(e, ApiError) and e.status in (404, 409) and await self._pod_gone(vpod):
+                # the TokenRequest found no pod of the uid to bind to (TokenREST.Create: NotFound, or a Conflict for
+                # another uid): the virtual pod went after the cache's copy, and its deletion's event reconciles the
+                # key (its host pod deleted, or an orphan left in place). No token can be had for a gone pod and
+                # none is needed: not a failure (the metric, /readyz), and no retry.
+                self.failing.pop(key, None)
+                log.info("did not renew the service-account tokens of pod %s: the pod is gone (%s)", key, e)
+                return None
             self.failures += 1
             self.failing[key] = str(e)
             log.warning("renewing the service-account tokens of pod %s failed (retried with backoff; the current "
@@ -272,6 +280,16 @@ class ServiceAccountTokens:
         log.info("renewed %d service-account token(s) of pod %s (host pod %s/%s); next renewal in %d s", len(fresh),
                  key, self.host_namespace, hname, int(wait))
         return wait
+
+    async def _pod_gone(self, vpod: Obj) -> bool:
+        """Whether virtual pod `vpod` is gone from the virtual API server: no pod of its name, or one of another uid
+        (read as metadata). False when the read fails otherwise."""
+        meta = vpod["metadata"]
+        try:
+            live = await self.virtual.get(PODS, meta["name"], meta["namespace"], metadata_only=True)
+        except ApiError as e:
+            return e.not_found
+        return bool((live.get("metadata") or {}).get("uid") != meta.get("uid"))
 
     async def own(self, vpod: Obj, hpod: Obj) -> None:
         """Make the host pod the owner of the token Secret of virtual pod `vpod`, so that the Secret goes with the
