@@ -9,7 +9,9 @@ written for a pod that never reached the host is deleted with the virtual pod.
 Tokens live `lifetime` seconds and are renewed in place once 80% of it has passed (`renew_if_due`, called by
 the pod reconciler, which looks again when the next renewal is due); a failed renewal is retried with backoff,
 counted in `runtimeclass_syncer_token_renewals_total{result="failed"}` and named in `/readyz` until one works
-(podtranslate/tokens.py).
+(podtranslate/tokens.py). A renewal that finds the virtual pod gone (it went after the cache's copy) is none of
+that: the deletion's event reconciles the pod. Tokens are bound to the virtual pod, so once it is gone the virtual
+API server accepts none of them (an orphan left on the host keeps tokens nobody accepts, and none are renewed).
 
 What is written is derived, never named by what is read (docs/security.md): the token Secret's name comes from
 the virtual pod's identity (`secret_name`), and every write or delete of it holds only on the Secret this syncer
