@@ -755,3 +755,17 @@ async def test_run_with_an_invalid_policy_exits_2_before_any_api_request(cluster
     assert err.strip() == (f'error: {pol}: invalid namespaces["team-a"].allowedHandlers: expected a list, got the '
                            'string "runsc"')
     assert (len(clusters.host_server.requests), len(clusters.virtual_server.requests)) == before
+
+
+def test_a_selector_key_is_read_as_labels_parse_reads_it() -> None:
+    # apimachinery labels.Parse: `a<3` is a LessThan requirement (TestSetSelectorParser "x<7"); a vertical tab
+    # or no-break space is no separator there (isWhitespace), so the key is no valid selector and no name either
+    text = b'namespaces:\n  "tier<3":\n    requireRuntimeClassName: true\n'
+    policy = policy_from_text(text, "p.yaml", CONFIG)
+    assert policy.effective("a", {"tier": "2"}) == Effective("", True, None, "tier<3")
+    assert policy.effective("a", {"tier": "3"}).entry == "<top level>"
+    with pytest.raises(ConfigError) as e:
+        policy_from_text(b'namespaces:\n  "tier=gold\\v":\n    requireRuntimeClassName: true\n', "p.yaml", CONFIG)
+    assert len(e.value.errors) == 1 and e.value.errors[0].startswith(
+        'invalid namespaces["tier=gold\x0b"]: not a valid label selector: invalid label value: "gold\x0b": at key: '
+        '"tier": a valid label must be an empty string or consist of alphanumeric characters')  # IsValidLabelValue

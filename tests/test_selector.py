@@ -204,3 +204,56 @@ def test_selector_errors_in_order_with_their_whole_messages() -> None:
         f'invalid label key "Bad Key": name part {NAME_MSG}',
         f'invalid label value: "-x": at key: "k": {VALUE_MSG}',
     ]
+
+
+# apimachinery pkg/labels/selector_test.go: TestSelectorParse's good and bad strings, TestSelectorMatches'
+# Gt/Lt cases, TestRequirementSelectorMatching's {"z": "v2"} (a label that is no integer never matches Gt/Lt)
+@pytest.mark.parametrize(("text", "labels", "expected"), [
+    ("x>1", {"x": "2"}, True), ("x<1", {"x": "0"}, True), ("x>1", {"x": "0"}, False), ("x<1", {"x": "2"}, False),
+    ("z>1", {"z": "v2"}, False), ("z>1", {}, False), ("x>1,z<5", {"x": "2", "z": "4"}, True),
+    ("x>1,z<5", {"x": "2", "z": "5"}, False), ("x>-1", {"x": "0"}, False),  # "-1" is no label value: refused
+], ids=[f"gtlt{i}" for i in range(9)])
+def test_the_string_form_has_greater_and_less_than(text: str, labels: dict[str, str], expected: bool) -> None:
+    if text == "x>-1":
+        with pytest.raises(SelectorError, match="invalid label value"):
+            parse(text)
+        return
+    assert parse(text).matches(labels) is expected
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("x<a", "for 'Gt', 'Lt' operators, the value must be an integer"),  # TestSelectorParse's bad string
+    ("x>1.1", "for 'Gt', 'Lt' operators, the value must be an integer"),
+    ("x>", "for 'Gt', 'Lt' operators, the value must be an integer"),  # parseExactValue: "" at the end
+    ("x>99999999999999999999", "for 'Gt', 'Lt' operators, the value must be an integer"),  # over int64
+    ("x in (a>b)", "unable to parse requirement: found '>', expected: ',' or ')'"),
+])
+def test_greater_and_less_than_refuse_what_labels_parse_refuses(text: str, message: str) -> None:
+    with pytest.raises(SelectorError) as caught:
+        parse(text)
+    assert message in caught.value.reason
+
+
+def test_greater_than_is_no_operator_of_a_label_selector_object() -> None:
+    # LabelSelectorAsSelector knows In, NotIn, Exists and DoesNotExist only
+    with pytest.raises(SelectorError, match='"gt" is not a valid label selector operator'):
+        from_label_selector({"matchExpressions": [{"key": "x", "operator": "gt", "values": ["1"]}]})
+
+
+@pytest.mark.parametrize("text", ["tier=gold\x0b", "tier=gold\u00a0", "tier\u00a0in (gold)", "tier\x1c=gold",
+                                  "tier=gold\x0c"])
+def test_only_space_tab_cr_and_lf_separate_tokens(text: str) -> None:
+    # labels.Parse's isWhitespace: ' ', '\t', '\r', '\n'; any other character is part of an identifier, which is
+    # then no valid key or value
+    with pytest.raises(SelectorError):
+        parse(text)
+
+
+def test_the_whitespace_labels_parse_skips() -> None:
+    # TestSetSelectorParser: "\rx", "foo  in\t (abc)", "x notin\n (abc)"
+    assert parse("\rx").matches({"x": ""}) and not parse("\rx").matches({})
+    assert parse("foo  in\t (abc)").matches({"foo": "abc"}) and parse("x notin\n (abc)").matches({"x": "d"})
+
+
+def test_greater_and_less_than_print_as_labels_print_them() -> None:
+    assert str(parse("x>2,y<8,z")) == "x>2,y<8,z"  # TestToString

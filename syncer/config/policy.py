@@ -27,7 +27,7 @@ from syncer.config.model import ConfigError, SyncerConfig, _document_order, _pyd
 from syncer.config.selector import Selector, SelectorError, dns1123_label_errors, dns1123_subdomain_errors
 from syncer.config.selector import parse as parse_selector
 
-SELECTOR_CHARS = ("=", "!", "(", " ")
+SELECTOR_CHARS = ("=", "!", "(", " ", ">", "<")  # what a selector needs and a namespace name cannot hold
 
 
 class PolicyEntry(BaseModel):

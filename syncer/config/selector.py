@@ -23,7 +23,10 @@ IN = "In"
 NOT_IN = "NotIn"
 EXISTS = "Exists"
 DOES_NOT_EXIST = "DoesNotExist"
-OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
+OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)  # a metav1.LabelSelector's (`LabelSelectorAsSelector`)
+GREATER_THAN = "gt"  # selection.GreaterThan: only in the string form (`a>1`, `labels.Parse`)
+LESS_THAN = "lt"  # selection.LessThan (`a<1`)
+_INT64 = re.compile(r"[+-]?[0-9]+")
 
 _QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
@@ -123,7 +126,8 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Requirement:
-    """One selector requirement: `key` `operator` `values` (operator one of OPERATORS)."""
+    """One selector requirement: `key` `operator` `values` (operator one of OPERATORS, or GREATER_THAN or
+    LESS_THAN with one integer value from the string form)."""
 
     key: str
     operator: str
@@ -137,6 +141,9 @@ class Requirement:
             return self.key not in labels or labels[self.key] not in self.values
         if self.operator == EXISTS:
             return self.key in labels
+        if self.operator in (GREATER_THAN, LESS_THAN):  # `Requirement.Matches`: both sides as int64, else no match
+            have, (want,) = _int64(labels.get(self.key)), self.values
+            return have is not None and (have > int(want) if self.operator == GREATER_THAN else have < int(want))
         return self.key not in labels
 
     def __str__(self) -> str:
@@ -144,18 +151,31 @@ class Requirement:
             return self.key
         if self.operator == DOES_NOT_EXIST:
             return f"!{self.key}"
+        if self.operator in (GREATER_THAN, LESS_THAN):
+            return f"{self.key}{'>' if self.operator == GREATER_THAN else '<'}{next(iter(self.values))}"
         vals = ",".join(sorted(self.values))
         return f"{self.key} {'in' if self.operator == IN else 'notin'} ({vals})"
 
 
-def new_requirement(key: str, operator: str, values: Iterable[str], path: str = "") -> Requirement:
-    """Build a validated requirement, as `labels.NewRequirement` does.
+def _int64(value: str | None) -> int | None:
+    """`value` as Go's `strconv.ParseInt(value, 10, 64)` reads it (an optional sign, then decimal digits, within
+    int64), or None when it cannot."""
+    if value is None or not _INT64.fullmatch(value):
+        return None
+    number = int(value)
+    return number if -(2 ** 63) <= number < 2 ** 63 else None
+
+
+def new_requirement(key: str, operator: str, values: Iterable[str], path: str = "",
+                    operators: tuple[str, ...] = OPERATORS) -> Requirement:
+    """Build a validated requirement, as `labels.NewRequirement` does, with `operator` one of `operators`
+    (a metav1.LabelSelector's by default; the string form adds GREATER_THAN and LESS_THAN).
 
     Raises:
         SelectorError: with the Kubernetes message and `path` (for an expression, its index path).
     """
     vals = list(values)
-    if operator not in OPERATORS:
+    if operator not in operators:
         raise SelectorError(f'"{operator}" is not a valid label selector operator', _join(path, "operator"))
     key_errs = qualified_name_errors(key)
     if key_errs:
@@ -163,6 +183,11 @@ def new_requirement(key: str, operator: str, values: Iterable[str], path: str = 
     if operator in (IN, NOT_IN):
         if not vals:
             raise SelectorError("for 'in', 'notin' operators, values set can't be empty", _join(path, "values"))
+    elif operator in (GREATER_THAN, LESS_THAN):
+        if len(vals) != 1:
+            raise SelectorError("for 'Gt', 'Lt' operators, exactly one value is required", _join(path, "values"))
+        if _int64(vals[0]) is None:
+            raise SelectorError("for 'Gt', 'Lt' operators, the value must be an integer", _join(path, "values[0]"))
     elif vals:
         raise SelectorError("values set must be empty for exists and does not exist", _join(path, "values"))
     for i, v in enumerate(vals):
@@ -235,13 +260,15 @@ def label_selector_errors(spec: Mapping[str, Any] | None) -> list[SelectorError]
     return errors
 
 
-_TOKEN_RE = re.compile(r"\s*(!=|==|=|\(|\)|,|!|[^\s!=(),]+)")
-_PUNCTUATION = frozenset({"!=", "==", "=", "(", ")", ",", "!"})
+# `labels.Parse`'s lexer: whitespace is only space, tab, CR and LF (`isWhitespace`); `=!(),<>` end an identifier
+# (`isSpecialSymbol`)
+_TOKEN_RE = re.compile(r"[ \t\r\n]*(!=|==|=|\(|\)|,|!|>|<|[^ \t\r\n!=(),<>]+)")
+_PUNCTUATION = frozenset({"!=", "==", "=", "(", ")", ",", "!", ">", "<"})
 
 
 def parse(text: str) -> Selector:
     """Parse the string form used in `?labelSelector=` (`a=b`, `a==b`, `a!=b`, `a in (x,y)`,
-    `a notin (x)`, `a`, `!a`, comma separated) as `labels.Parse` does.
+    `a notin (x)`, `a`, `!a`, `a>1`, `a<1`, comma separated) as `labels.Parse` does.
 
     Raises:
         SelectorError: on a syntax error or an invalid key or value.
@@ -304,6 +331,11 @@ def parse(text: str) -> Selector:
                 take()
                 value = "" if pos >= len(tokens) or tokens[pos] == "," else take()
                 reqs.append(new_requirement(key, NOT_IN, [value]))
+            elif nxt in (">", "<"):
+                take()
+                value = "" if pos >= len(tokens) or tokens[pos] == "," else take()
+                reqs.append(new_requirement(key, GREATER_THAN if nxt == ">" else LESS_THAN, [value],
+                                            operators=(GREATER_THAN, LESS_THAN)))
             elif nxt in ("in", "notin"):
                 take()
                 if take() != "(":
