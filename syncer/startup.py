@@ -21,7 +21,7 @@ content changed and loads (a rotated certificate or token, another server) makes
 start a new one with new clients, in the same process: the caches are listed again and `/readyz` is 503
 until the first reconcile is done again. A changed file that cannot be used is logged, and the clients in
 use are kept. The in-cluster service account needs no watch: the client library reads its token file again
-every minute.
+every minute. SIGHUP (`wake`) ends the wait of either loop at once: the files are read again now.
 
 Configuration mistakes that waiting cannot fix (an invalid vcluster.yaml, policy or flag) still exit 2
 before any of this.
@@ -83,19 +83,24 @@ class Startup:
             return self.syncer.readiness_detail()
         return [f"waiting for {e}" for e in self.waiting.values()] or ["loading the cluster configurations"]
 
-    async def clients(self, loaders: Mapping[str, Loader], stop: asyncio.Event) -> dict[str, KubeClient] | None:
+    async def clients(self, loaders: Mapping[str, Loader], stop: asyncio.Event,
+                      wake: asyncio.Event | None = None) -> dict[str, KubeClient] | None:
         """Load a client per cluster, retrying those that raise KubeconfigError with backoff until each works.
 
         Args:
             loaders: per cluster name, what builds its client (KubeClient.from_kubeconfig or in_cluster);
                 one that raises KubeconfigError is retried; any other error is raised.
             stop: set on SIGTERM/SIGINT: the wait ends at once.
+            wake: set on SIGHUP: the next try is made at once (this clears it; set before the first try: nothing
+                more, that try reads the files anyway).
         Returns:
             the clients by cluster name, or None when `stop` was set first (clients already built are closed).
         """
         loaded: dict[str, KubeClient] = {}
         logged: dict[str, tuple[str, bool]] = {}  # what was logged per cluster: the text, and at warning
         started, delay = self.clock.now(), INITIAL_DELAY
+        if wake is not None:
+            wake.clear()
         while True:
             for name, load in loaders.items():
                 if name in loaded:
@@ -119,17 +124,33 @@ class Startup:
                                     self.clock.now() - started, MAX_DELAY)
                     else:
                         log.info("waiting for %s (retrying with backoff)", text)
-            if await sleep_or_stop(delay, stop, self.clock):
+            if await _pause(delay, stop, wake, self.clock):
                 for client in loaded.values():
                     await client.close()
                 return None
             delay = min(delay * 2, MAX_DELAY)
 
 
+async def _pause(delay: float, stop: asyncio.Event, wake: asyncio.Event | None, clock: Clock | None) -> bool:
+    """`sleep_or_stop`, also ended by `wake` (which this clears). Returns True when stopped."""
+    if wake is None:
+        return await sleep_or_stop(delay, stop, clock)
+    waits = [asyncio.ensure_future(sleep_or_stop(delay, stop, clock)), asyncio.ensure_future(wake.wait())]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+    wake.clear()
+    return stop.is_set()
+
+
 async def watch_kubeconfigs(clients: Mapping[str, KubeClient], halt: asyncio.Event, clock: Clock | None = None,
-                            *, interval: float = CHECK_INTERVAL) -> None:
+                            *, interval: float = CHECK_INTERVAL, wake: asyncio.Event | None = None) -> None:
     """Read the kubeconfig files `clients` were loaded from (KubeClient.kubeconfig), and the certificate files
-    they name (`kubeconfig_fingerprint`), every `interval` seconds (on `clock`) until `halt` is set.
+    they name (`kubeconfig_fingerprint`), every `interval` seconds (on `clock`) until `halt` is set, and at once
+    when `wake` is set (SIGHUP; this clears it).
 
     The first file whose content (or that of a certificate file it names) differs from what its client was
     loaded from, and that loads, sets `halt` and ends the watch (the caller starts again with new clients). A
@@ -146,7 +167,7 @@ async def watch_kubeconfigs(clients: Mapping[str, KubeClient], halt: asyncio.Eve
     """
     files = {name: c.kubeconfig for name, c in clients.items() if c.kubeconfig is not None}
     refused: dict[str, bytes] = {}
-    while files and not await sleep_or_stop(interval, halt, clock):
+    while files and not await _pause(interval, halt, wake, clock):
         for name, (path, loaded) in files.items():
             try:
                 text = await asyncio.to_thread(kubeconfig_fingerprint, path)
