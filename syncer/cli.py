@@ -1,10 +1,12 @@
 """Command line: `runtimeclass-syncer run | validate | policy | demo` (behaviour.md sections 6 and 7).
 
-Exit status: 0 on success and on a clean stop (SIGTERM/SIGINT); 2 for an invalid configuration, policy
+Exit status: 0 on success and on a clean stop (SIGTERM/SIGINT, also one that came while `run` was starting:
+`EarlySignals`); 2 for an invalid configuration, policy
 or command line (reported before any API request); 1 when `run` cannot bind its probe or metrics port, and
 when `policy` cannot reach the host or the host shows a problem of the policy (an unusable default). `run` does
 not exit for a kubeconfig it cannot read yet, an API server that is down or a lost lease (it campaigns again as a
-follower): it waits, saying so in its log and in `/readyz` (syncer/startup.py).
+follower): it waits, saying so in its log and in `/readyz` (syncer/startup.py). SIGHUP makes `run` read its policy
+file and kubeconfig files again at once (`_handle_signals`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import os
 import signal
 import socket
 import sys
+import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from syncer import __version__, logs
 
@@ -34,6 +37,60 @@ if TYPE_CHECKING:  # imported where used, once main() has turned the garbage col
 log = logging.getLogger("syncer")
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+CAUGHT_SIGNALS = (*STOP_SIGNALS, signal.SIGHUP)  # what EarlySignals notes, and `run` handles
+
+
+class EarlySignals:
+    """SIGTERM, SIGINT and SIGHUP noted from the start of the process until `run`'s event loop handles them.
+
+    The kubelet sends SIGTERM to a sidecar that is still starting when its pod is deleted soon after it was
+    created, and `run` imports for about a second before its event loop can handle a signal. Left to the default
+    disposition, such a SIGTERM ended the process at once with status 143 and no log line (and as PID 1 of its
+    container it was dropped, the process then running until the kubelet's SIGKILL); a SIGINT raised
+    KeyboardInterrupt in the middle of an import, a SIGHUP ended the process (129). So these signals are noted
+    here from the first line of `python -m syncer` (syncer/__main__.py, before any other import) or of `main`
+    (the console script), and `run` acts on them once its loop handles signals (`_handle_signals`): a stop is
+    logged and ends the process with status 0, a SIGHUP reads the configuration files again. The other commands
+    get the usual handling back at once (`release`: Ctrl-C stops the demo), and any signal that came is raised
+    again then.
+
+    Args:
+        received: the signals noted so far, in order (the handlers append to it); a new list when None.
+        previous: per signal, the handler to give back.
+    """
+
+    def __init__(self, received: list[int] | None = None, previous: dict[signal.Signals, Any] | None = None) -> None:
+        self.received = [] if received is None else received
+        self.previous = {} if previous is None else previous
+
+    @classmethod
+    def catch(cls) -> EarlySignals:
+        """Note CAUGHT_SIGNALS from now on (only the main thread can set signal handlers: elsewhere, nothing)."""
+        early = cls()
+        if threading.current_thread() is threading.main_thread():
+            for sig in CAUGHT_SIGNALS:
+                early.previous[sig] = signal.signal(sig, early.note)
+        return early
+
+    def note(self, signum: int, _frame: object) -> None:
+        self.received.append(signum)
+
+    def take(self) -> list[int]:
+        """The signals noted so far, which are forgotten here."""
+        taken = list(self.received)
+        del self.received[:len(taken)]
+        return taken
+
+    def release(self, deliver: bool) -> None:
+        """Give each signal its previous handler back; with `deliver`, raise the signals noted meanwhile again."""
+        for sig, handler in self.previous.items():
+            if handler is not None:  # None: a handler not set from Python, which cannot be set back
+                signal.signal(sig, handler)
+        self.previous = {}
+        for noted in self.take() if deliver else ():
+            signal.raise_signal(noted)
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -250,9 +307,47 @@ def tune_gc() -> None:
     gc.enable()
 
 
-async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy | None = None) -> int:
+def _handle_signals(args: argparse.Namespace, early: EarlySignals, stop: asyncio.Event,
+                    rereads: dict[str, asyncio.Event]) -> None:
+    """From now on the running loop handles SIGTERM and SIGINT (set `stop`) and SIGHUP (set each event of
+    `rereads`, by what it reads again), each logged; then act on the signals `early` noted before.
+
+    SIGHUP is a daemon's "read your configuration again": the files that are read again while running anyway
+    are read at once by what watches them (`watch_policy`, `watch_kubeconfigs`, and at start the wait for them,
+    `Startup.clients`). --config and --vcluster-config are read only at start (a restart applies them:
+    deploy/vcluster-deployment.yaml's checksum annotation), and the log line says so.
+    """
+    loop = asyncio.get_running_loop()
+    start_only = " and ".join(f"{flag} {path}" for flag, path in (("--config", args.config),
+                                                                    ("--vcluster-config", args.vcluster_config))
+                              if path)
+
+    def stopping(sig: int, starting: bool = False) -> None:
+        if not stop.is_set():
+            log.info("%s received%s; stopping", signal.Signals(sig).name, " while starting" if starting else "")
+        stop.set()
+
+    def reread(sig: int, starting: bool = False) -> None:
+        names = list(rereads)
+        log.info("SIGHUP received%s: reading %s again now (%s %s read only at start: a restart applies %s)",
+                 " while starting" if starting else "",
+                 ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0], start_only,
+                 "are" if args.vcluster_config else "is", "them" if args.vcluster_config else "it")
+        for event in rereads.values():
+            event.set()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stopping, sig)
+    loop.add_signal_handler(signal.SIGHUP, reread, signal.SIGHUP)
+    for noted in early.take():  # noted while the process started: after the handlers, so that none is missed
+        (reread if noted == signal.SIGHUP else stopping)(noted, True)
+
+
+async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy | None = None,
+                 early: EarlySignals | None = None) -> int:
     """`run`: check what waiting cannot fix (exit 2), serve the probes, wait until both clusters' configurations
-    can be used (syncer/startup.py), then run the syncer until SIGTERM/SIGINT."""
+    can be used (syncer/startup.py), then run the syncer until SIGTERM/SIGINT (also one `early` noted while the
+    process started). SIGHUP reads the policy and the kubeconfig files again at once (`_handle_signals`)."""
     from syncer.kube.client import DEFAULT_USER_AGENT, KubeClient, sleep_or_stop
     from syncer.kube.informer import Backoff
     from syncer.kube.leader import LeaderElector
@@ -283,9 +378,16 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
         if patcher is not None:
             cleanup.push_async_callback(patcher.close)
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        reread_kubeconfigs, reread_policy = asyncio.Event(), asyncio.Event()  # set by SIGHUP
+        rereads = {f"the virtual kubeconfig {args.virtual_kubeconfig}": reread_kubeconfigs}
+        if args.host_kubeconfig:  # in-cluster: the client reads the service account's token again every minute
+            rereads[f"the host kubeconfig {args.host_kubeconfig}"] = reread_kubeconfigs
+        if policy is not None:
+            rereads[f"the policy {args.policy}"] = reread_policy
+        _handle_signals(args, early or EarlySignals(), stop, rereads)
+        if stop.is_set():  # SIGTERM/SIGINT while the process started: nothing is served or read yet
+            log.info("stopped")
+            return EXIT_OK
         startup = Startup(Metrics())
         probes = ProbeServer(startup, args.health_probe_bind_address or None, args.metrics_bind_address or None)
         try:
@@ -318,13 +420,14 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
 
             reload = asyncio.create_task(watch_policy(
                 Path(args.policy), config, apply_policy, stop, in_force=policy.text,
-                rejected=lambda _: startup.metrics.policy_reloads.labels("invalid").inc()))
+                rejected=lambda _: startup.metrics.policy_reloads.labels("invalid").inc(), wake=reread_policy))
             cleanup.push_async_callback(_finish, reload)
         # the wait before campaigning again after a lost lease: the retry period, doubled per loss of a syncer that
         # never got ready (an election that fails at once must not loop on both API servers' lists)
         rejoin = Backoff(initial=args.retry_period, cap=60.0)
         while True:  # once, and again after a kubeconfig changed or a lost lease
-            clients = await startup.clients(loaders, stop)  # waits (probes served) until both can be used
+            # waits (probes served) until both can be used
+            clients = await startup.clients(loaders, stop, wake=reread_kubeconfigs)
             if clients is None:
                 log.info("stopped while waiting for the cluster configurations")
                 return EXIT_OK
@@ -345,7 +448,7 @@ async def _serve(args: argparse.Namespace, config: SyncerConfig, policy: Policy 
                                                                token_lifetime=args.token_lifetime),
                                 metrics=startup.metrics, patcher=patcher, policy=in_force[0])
                 startup.syncer = syncer  # the probes report the syncer from now on
-                for task in (asyncio.create_task(watch_kubeconfigs(clients, halt)),
+                for task in (asyncio.create_task(watch_kubeconfigs(clients, halt, wake=reread_kubeconfigs)),
                              asyncio.create_task(_relay(stop, halt))):
                     started.push_async_callback(_finish, task)
                 log.info("runtimeclass-syncer %s: vcluster %r, host namespace %r, runtime class sync %s, selector %r",
@@ -408,12 +511,39 @@ async def _finish(task: asyncio.Task[None]) -> None:
         await task
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script and `python -m syncer`. Returns the exit status."""
+def _run(args: argparse.Namespace, early: EarlySignals) -> int:
+    """`run`: the configuration (exit 2 before any API request), then the syncer until SIGTERM/SIGINT."""
+    logs.setup(args.log_format, getattr(logging, args.log_level.upper()))
+    config = _load(args.config, args.vcluster_config)  # before any API request
+    if config is None:
+        return EXIT_CONFIG
+    ok, policy = _load_policy(args.policy, config)
+    if not ok:
+        return EXIT_CONFIG
+    return asyncio.run(_serve(args, config, policy, early))
+
+
+def main(argv: Sequence[str] | None = None, *, early: EarlySignals | None = None) -> int:
+    """Entry point of the console script and `python -m syncer`. Returns the exit status.
+
+    Args:
+        early: the signals noted since the process started (syncer/__main__.py); None: noted from here on.
+    """
+    if early is None:
+        early = EarlySignals.catch()
     gc.disable()  # during the imports and the configuration; `run` sets the collector up after (tune_gc)
-    args = _parser().parse_args(argv)
-    if args.command != "run":
-        gc.enable()
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit:
+        early.release(deliver=True)
+        raise
+    if args.command == "run":
+        try:
+            return _run(args, early)
+        finally:  # what came was handled by `run`, or it ended first (a configuration error: exit 2)
+            early.release(deliver=False)
+    gc.enable()
+    early.release(deliver=True)  # the usual handling of the signals for the other commands
     if args.command == "validate":
         config = _load(args.config, args.vcluster_config)
         policy_ok, policy = _load_policy(args.policy, config) if config is not None else (False, None)
@@ -430,15 +560,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             for problem in system_pod_problems(config, policy):  # valid, but vcluster's own DNS would be refused
                 print(f"warning: {args.policy}: {problem}", file=sys.stderr)
         return EXIT_OK
-    if args.command == "run":
-        logs.setup(args.log_format, getattr(logging, args.log_level.upper()))
-        config = _load(args.config, args.vcluster_config)  # before any API request
-        if config is None:
-            return EXIT_CONFIG
-        ok, policy = _load_policy(args.policy, config)
-        if not ok:
-            return EXIT_CONFIG
-        return asyncio.run(_serve(args, config, policy))
     if args.command == "policy":
         config = _load(args.config, args.vcluster_config)
         if config is None:
