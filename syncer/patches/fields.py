@@ -10,20 +10,27 @@ comes first (node/v1 `Scheduling`, core/v1 `Toleration`, `ResourceList` of apima
 `stored_view` is the other half: the API server stores what it decoded, so empty `omitempty` maps and lists and
 empty toleration strings are gone from the stored object, and a quantity is stored in its canonical form
 (`0.5` as `500m`); comparing the copy the syncer wants with the stored one must not see those as differences.
+
+Quantities are read exactly as apimachinery reads them (pkg/api/resource/quantity.go): `parse_quantity` as the API
+server decodes the JSON the syncer writes (UnmarshalJSON), `parse_quantity_text` as `resource.ParseQuantity` reads
+a string (vcluster's config reader calls it); tests/test_quantity_parsing.py puts Go's own test tables through them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from typing import Any
 
 from syncer.config.selector import label_value_errors, qualified_name_errors
+from syncer.kube.jsonutil import dumps
 
 Obj = dict[str, Any]
 
-# apimachinery pkg/api/resource/quantity.go: ErrFormatWrong, ErrSuffix
+# apimachinery pkg/api/resource/quantity.go: ErrFormatWrong, ErrNumeric, ErrSuffix
 _FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+_NUMERIC_WRONG = "unable to parse numeric part of quantity"
 _SUFFIX_WRONG = "unable to parse quantity's suffix"
 # apimachinery pkg/api/resource/suffix.go: newSuffixer (decimal SI and binary SI suffixes)
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -31,6 +38,15 @@ _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _MAX_EXPONENT = 10_000  # beyond it the value is not computed (a 10^10000 quantity is no real overhead)
 _NANO = Fraction(1, 10**9)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+# quantity.go ParseQuantity: "The max is just a simple cap": a binary-SI quantity (`Ki` ... `Ei`) beyond
+# math.MaxInt64 (`maxAllowed` in math.go) is that, its sign kept; a decimal one is not capped
+_MAX_ALLOWED = (1 << 63) - 1
+# Go's unicode.IsSpace, which strings.TrimSpace strips in Quantity.UnmarshalJSON: \t \n \v \f \r, space, U+0085,
+# U+00A0 and Unicode's other White_Space (Python's str.strip takes U+001C..U+001F too, Go does not). Of these, the
+# control characters never reach UnmarshalJSON as they are: the syncer's JSON encoder (orjson, kube/jsonutil.dumps)
+# writes each as an escape (`\t`, `\u000b`), a backslash TrimSpace leaves and ParseQuantity refuses.
+_JSON_TRIMMED = " \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000"
+_EXPONENT = re.compile(r"[+-]?[0-9]+")  # what strconv.ParseInt(s, 10, 64) reads (within int64)
 # core/v1 TolerationOperator and TaintEffect values (pkg/apis/core/validation/validation.go ValidateTolerations,
 # validateTaintEffect)
 TOLERATION_OPERATORS = ("Equal", "Exists")
@@ -48,9 +64,10 @@ class QuantityError(ValueError):
         self.reason = reason
 
 
-def _split(text: str) -> tuple[bool, str, str, str]:
-    """apimachinery's parseQuantityString: (positive, numerator digits, denominator digits, suffix). Raises
-    QuantityError (ErrFormatWrong) when a character follows a complete exponent suffix."""
+def _split(text: str) -> tuple[bool, str, str, str, bool]:
+    """apimachinery's parseQuantityString: (positive, numerator digits, denominator digits, suffix, whether the
+    number before the suffix holds a digit). Raises QuantityError (ErrFormatWrong) when a character follows a
+    complete exponent suffix."""
     positive, pos, end = True, 0, len(text)
     if text[:1] in ("-", "+"):
         positive, pos = text[0] != "-", 1
@@ -75,44 +92,92 @@ def _split(text: str) -> tuple[bool, str, str, str]:
         pos += 1
     if pos < end:
         raise QuantityError(_FORMAT_WRONG)
-    return positive, num, denom, text[suffix_start:]
+    digit = any("0" <= c <= "9" for c in text[:suffix_start])
+    return positive, num, denom, text[suffix_start:], digit
 
 
-def parse_quantity(value: Any) -> Fraction:
-    """The exact value of a quantity as `resource.Quantity` decodes it (apimachinery pkg/api/resource/quantity.go
-    UnmarshalJSON, ParseQuantity): a JSON string, or a JSON number read as its text; the digits times the suffix
-    (`m` = 10^-3, `Ki` = 2^10, `e3` = 10^3, ...), a non-zero magnitude rounded up to a whole nano (10^-9).
+def _int64_path(binary: bool, exponent: int, num: str, denom: str) -> bool:
+    """Whether ParseQuantity takes its int64 path, which reads the digits only (`num`, `denom`), not the number's
+    text: decimal (`precision = maxInt64Factors - len(num+denom)`, maxInt64Factors = 18) at a scale of nano or
+    coarser; binary without a fraction when `15 - len(num) - exponent*3/10 - 1` is not negative and the product
+    fits in int64. The other path reads the text with inf.Dec's SetString."""
+    if binary:
+        return (not denom and 15 - len(num) - exponent * 3 // 10 - 1 >= 0
+                and int(num) << exponent <= _INT64[1])
+    return 18 - len(num) - len(denom) >= 0 and exponent - len(denom) >= -9
 
-    Args:
-        value: the JSON value of the field (str, int or float; anything else is refused).
-    Returns:
-        The value as a Fraction (`"500m"` and `"0.5"` both give 1/2).
+
+def parse_quantity_text(text: str) -> Fraction:
+    """The exact value of the string `text` as apimachinery's `resource.ParseQuantity` reads it
+    (pkg/api/resource/quantity.go, the parser vcluster's `parseResources` calls on its config): nothing trimmed; the
+    digits times the suffix (`m` = 10^-3, `Ki` = 2^10, `e3` = 10^3, ...); a non-zero magnitude rounded up to a whole
+    nano (10^-9, so `1e-20` is 1n); a binary-SI magnitude capped at 2^63-1 (`9Ei` is 9223372036854775807, the sign
+    kept), a decimal one not capped. Go's test tables (quantity_test.go TestQuantityParse, TestParseQuantity) hold
+    both.
+
+    Edge cases read as Go reads them: a number without a digit (`.`, `-`, `k`) is 0 where Go's int64 path takes it,
+    and ErrNumeric where the inf.Dec path does (`e-10` and finer exponents, `Pi`, `Ei`); an `e` exponent is read
+    as an int64 (ErrSuffix beyond) and truncated to int32 (`1e4294967296` is 1).
+
     Raises:
-        QuantityError: apimachinery's ErrFormatWrong / ErrSuffix message, or the syncer's own for an exponent
-            beyond 10^10000 or a JSON value that is neither a string nor a number.
+        QuantityError: apimachinery's ErrFormatWrong / ErrNumeric / ErrSuffix message, or the syncer's own for an
+            exponent beyond 10000 (Go takes `1e10001`, a value no RuntimeClass or container needs), or below -10000
+            with a numerator of thousands of digits (a shorter one is 1n, as in Go).
     """
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise QuantityError(_FORMAT_WRONG)
-    text = (value if isinstance(value, str) else json.dumps(value)).strip()
     if not text:
         raise QuantityError(_FORMAT_WRONG)
-    positive, num, denom, suffix = _split(text)
+    positive, num, denom, suffix, digit = _split(text)
+    binary = False
     if suffix in _DECIMAL:
         base, exponent = 10, _DECIMAL[suffix]
     elif suffix in _BINARY:
-        base, exponent = 2, _BINARY[suffix]
+        base, exponent, binary = 2, _BINARY[suffix], True
     elif len(suffix) > 1 and suffix[0] in "eE":
-        if not suffix[1:].lstrip("+-").isdigit() or len(suffix[1:].lstrip("+-")) + 2 < len(suffix):
+        if not _EXPONENT.fullmatch(suffix[1:]) or not _INT64[0] <= int(suffix[1:]) <= _INT64[1]:
             raise QuantityError(_SUFFIX_WRONG)  # strconv.ParseInt refuses it: ErrSuffix
-        base, exponent = 10, int(suffix[1:])
+        base, exponent = 10, (int(suffix[1:]) + (1 << 31)) % (1 << 32) - (1 << 31)  # suffix.go: int32(parsed)
+        if exponent < -_MAX_EXPONENT and len(num) + exponent <= -9:
+            exponent = -9 - len(num)  # the value stays below 1n, which a non-zero one rounds up to: the same result
         if abs(exponent) > _MAX_EXPONENT:
             raise QuantityError(f"the exponent of a quantity may not be beyond {_MAX_EXPONENT} here")
     else:
         raise QuantityError(_SUFFIX_WRONG)
+    if not digit and not _int64_path(binary, exponent, num, denom):
+        raise QuantityError(_NUMERIC_WRONG)  # inf.Dec's SetString: "no digits read"
     amount = Fraction(int(num + denom), 10 ** len(denom)) * Fraction(base) ** exponent
     if amount:
         amount = -(-amount // _NANO) * _NANO  # inf.RoundUp at nano scale, on the magnitude
+    if binary:
+        amount = min(amount, Fraction(_MAX_ALLOWED))
     return amount if positive else -amount
+
+
+def parse_quantity(value: Any) -> Fraction:
+    """The exact value of a quantity field whose JSON value is `value`, as `resource.Quantity`'s UnmarshalJSON
+    (apimachinery pkg/api/resource/quantity.go) decodes what the syncer writes for it (kube/jsonutil.dumps): null
+    is the zero quantity; a string's text, and a number's JSON text (orjson's; NaN and infinities are written null),
+    is trimmed of Go's Unicode spaces (strings.TrimSpace; a control character arrives as an escape, so only the
+    others are trimmed) and read by ParseQuantity (`parse_quantity_text`).
+
+    Args:
+        value: the JSON value of the field (None, str, int or float; anything else is refused, as ParseQuantity
+            refuses `true`, `{...}` or `[...]`).
+    Returns:
+        The value as a Fraction (`"500m"` and `"0.5"` both give 1/2).
+    Raises:
+        QuantityError: as `parse_quantity_text`.
+    """
+    if value is None:
+        return Fraction(0)  # UnmarshalJSON: `null` leaves the zero Quantity
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise QuantityError(_FORMAT_WRONG)
+    if isinstance(value, float):
+        text = dumps(value).decode()
+        if text == "null":
+            return Fraction(0)
+    else:
+        text = value if isinstance(value, str) else str(value)
+    return parse_quantity_text(text.strip(_JSON_TRIMMED))
 
 
 def _json(v: Any) -> str:
@@ -209,7 +274,7 @@ def _overhead_problem(overhead: Any) -> str | None:
         if name.startswith(_HUGEPAGES):
             hugepages = True
             try:
-                page = parse_quantity(name[len(_HUGEPAGES):])
+                page = parse_quantity_text(name[len(_HUGEPAGES):])  # HugePageSizeFromResourceName
             except QuantityError:
                 page = Fraction(0)
             # IsHugePageResourceValueDivisible: a whole positive page size; Value() rounds up
