@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import pytest
 
+from syncer.config.model import ConfigError, parse_config, yaml_document
 from syncer.patches.fields import QuantityError, parse_quantity, parse_quantity_text, spec_problem, stored_view
 
 FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -205,3 +206,24 @@ def test_a_quantity_with_a_control_character_is_refused_before_writing() -> None
     problem = spec_problem({"overhead": {"podFixed": {"cpu": "500m\n"}}})
     assert problem == f'the result at overhead.podFixed["cpu"] is not a quantity "500m\\n": {FORMAT_WRONG}'
     assert spec_problem({"overhead": {"podFixed": {"cpu": " 500m"}}}) is None
+
+
+# ---------------------------------------------------------------- vcluster's initContainer resources
+
+RESOURCES = "sync.toHost.pods.rewriteHosts.initContainer.resources"
+
+
+def _config_errors(limits: str) -> list[str]:
+    text = ("sync:\n  toHost:\n    pods:\n      enabled: false\n      rewriteHosts:\n        initContainer:\n"
+            f"          resources:\n            limits: {limits}\n")
+    try:
+        parse_config(yaml_document(text.encode(), "vc.yaml"))
+    except ConfigError as e:
+        return e.errors
+    return []
+
+
+def test_parse_resources_trims_nothing() -> None:
+    # translator.go parseResources calls resource.ParseQuantity on the string as it is
+    assert _config_errors('{cpu: " 30m"}') == [
+        f'invalid {RESOURCES}.limits.cpu: " 30m" is not a quantity: {FORMAT_WRONG}']

@@ -45,7 +45,7 @@ from pydantic import (
 
 from syncer.config.selector import Selector, from_label_selector, label_selector_errors
 from syncer.config.tolerations import TolerationError, parse_toleration
-from syncer.patches.fields import QuantityError, parse_quantity
+from syncer.patches.fields import QuantityError, parse_quantity_text
 from syncer.patches.path import Key, PathError, Segment, reaches
 from syncer.patches.path import parse as parse_path
 
@@ -228,11 +228,11 @@ Image = Annotated[ImageRef, BeforeValidator(_image_string, json_schema_input_typ
 
 
 def _quantity(value: str) -> str:
-    """`value` when apimachinery's `resource.ParseQuantity` reads it (`syncer.patches.fields.parse_quantity`), as
-    vcluster's `NewTranslator` (pods/translate/translator.go `parseResources`) reads each value at start: a host
-    pod given a value it cannot read would be refused by the API server."""
+    """`value` when apimachinery's `resource.ParseQuantity` reads it (`syncer.patches.fields.parse_quantity_text`,
+    nothing trimmed), as vcluster's `NewTranslator` (pods/translate/translator.go `parseResources`) reads each value
+    at start: a host pod given a value it cannot read would be refused by the API server."""
     try:
-        parse_quantity(value)
+        parse_quantity_text(value)
     except QuantityError as e:
         raise ValueError(f"{json.dumps(value)} is not a quantity: {e}") from None
     return value
@@ -240,7 +240,8 @@ def _quantity(value: str) -> str:
 
 # A resource map of vcluster's (`map[string]interface{}` in its config.go, untyped in its schema): every value a
 # quantity string. vcluster's `parseResources` refuses a number ("resource value of cpu is not a string"), and the
-# chart's values.yaml gives strings ("30m", "64Mi"), so a number is refused here too.
+# chart's values.yaml gives strings ("30m", "64Mi"), so a number is refused here too. ParseQuantity trims
+# nothing: `" 30m"` is refused.
 # The schema gives apimachinery's quantity expression (`resource.ParseQuantity` checks the suffix further).
 QUANTITY_PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 Quantities = dict[str, Annotated[str, AfterValidator(_quantity),
