@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import pytest
 
-from syncer.config.model import ConfigError, parse_config, yaml_document
+from syncer.config.model import ConfigError, GoYAMLBoolean, GoYAMLNumber, parse_config, yaml_document
 from syncer.patches.fields import QuantityError, parse_quantity, parse_quantity_text, spec_problem, stored_view
 
 FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -227,3 +227,32 @@ def test_parse_resources_trims_nothing() -> None:
     # translator.go parseResources calls resource.ParseQuantity on the string as it is
     assert _config_errors('{cpu: " 30m"}') == [
         f'invalid {RESOURCES}.limits.cpu: " 30m" is not a quantity: {FORMAT_WRONG}']
+
+
+@pytest.mark.parametrize("plain", ["1e3", "1e-07", "1e+21", "1.5e3", "+.5", "-.5", ".5e3", "1.e3", "09"])
+def test_an_unquoted_value_go_reads_as_a_number_is_refused(plain: str) -> None:
+    # go.yaml.in/yaml/v2 resolve.go (under sigs.k8s.io/yaml v1.6.0, vcluster's config reader): yamlStyleFloat
+    # matches, so vcluster has a float64 and parseResources says "resource value of cpu is not a string";
+    # PyYAML (YAML 1.1) reads each as a string
+    assert isinstance(yaml_document(f"v: {plain}".encode(), "x")["v"], GoYAMLNumber)
+    assert _config_errors(f"{{cpu: {plain}}}") == [
+        f'invalid {RESOURCES}.limits.cpu: expected a string, got the number {plain} (unquoted, vcluster\'s YAML '
+        f'reads a number; quote it: "{plain}")']
+    assert _config_errors(f'{{cpu: "{plain}"}}') == []
+
+
+def test_an_unquoted_n_is_a_boolean_to_go() -> None:
+    # resolve.go resolveMapList: "n" is false; ParseQuantity("n") would be 0
+    assert isinstance(yaml_document(b"v: n", "x")["v"], GoYAMLBoolean)
+    assert _config_errors("{cpu: n}") == [
+        f'invalid {RESOURCES}.limits.cpu: expected a string, got the boolean n (unquoted, vcluster\'s YAML reads a '
+        'boolean; quote it: "n")']
+    assert _config_errors('{cpu: "n"}') == []
+
+
+def test_values_both_yamls_read_alike_are_unchanged() -> None:
+    # `1e400` is beyond float64: strconv.ParseFloat fails and resolve.go leaves a string, a quantity (10^400)
+    assert _config_errors("{cpu: 1e400, memory: 64Mi}") == []
+    assert _config_errors("{cpu: !!str 1e3}") == []  # an explicit string tag: a string to both
+    assert type(yaml_document(b"v: 1e", "x")["v"]) is str
+    assert type(yaml_document(b"v: _1e3", "x")["v"]) is str  # resolve.go looks only after a sign, digit or dot

@@ -227,6 +227,55 @@ def _image_string(data: Any) -> Any:
 Image = Annotated[ImageRef, BeforeValidator(_image_string, json_schema_input_type=ImageRef | str)]
 
 
+class GoYAMLNonString(str):
+    """A plain (unquoted) YAML scalar PyYAML reads as a string where Go's YAML reads a `kind` of value: vcluster's
+    config is read by sigs.k8s.io/yaml v1.6.0 over go.yaml.in/yaml/v2, whose resolve.go is YAML 1.1 with other
+    rules than PyYAML's. Everything but the quantity maps reads it as the string it is."""
+
+    kind = ""
+
+
+class GoYAMLNumber(GoYAMLNonString):
+    """A number to Go's YAML: after a sign or digit it matches resolve.go's `yamlStyleFloat` once its `_` are
+    dropped, after a `.` strconv.ParseFloat reads it, and the float is within float64's range (`1e400` stays a
+    string in Go too). PyYAML's YAML 1.1 floats need a dot and a signed exponent, so `1e3`, `1e-07`, `1.5e3`,
+    `+.5`, `.5e3` and `09` are strings to it."""
+
+    kind = "number"
+
+
+class GoYAMLBoolean(GoYAMLNonString):
+    """A boolean to Go's YAML and a string to PyYAML: `y`, `Y`, `n`, `N` (resolve.go's resolveMapList)."""
+
+    kind = "boolean"
+
+
+GO_YAML_NON_STRING_TAG = "tag:runtimeclass-syncer,2025:go-yaml-non-string"
+# go.yaml.in/yaml/v2 resolve.go yamlStyleFloat
+_GO_YAML_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+
+
+def _construct_scalar_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """A plain scalar no PyYAML resolver took (`_StrictLoader`'s last implicit resolver): a `GoYAMLNumber` or
+    `GoYAMLBoolean` when Go's YAML reads it so, else the string PyYAML reads."""
+    text = str(loader.construct_scalar(node))
+    if text in ("y", "Y", "n", "N"):
+        return GoYAMLBoolean(text)
+    plain = text if text.startswith(".") else text.replace("_", "")
+    if _GO_YAML_FLOAT.fullmatch(plain) and abs(float(plain)) != float("inf"):
+        return GoYAMLNumber(text)
+    return text
+
+
+def _not_a_go_value(value: Any) -> Any:
+    """A resource value written unquoted that vcluster reads as a number or boolean (`GoYAMLNonString`) is refused
+    as vcluster's `parseResources` refuses it ("resource value of cpu is not a string")."""
+    if isinstance(value, GoYAMLNonString):
+        raise ValueError(f"expected a string, got the {value.kind} {value} (unquoted, vcluster's YAML reads a "
+                         f"{value.kind}; quote it: {json.dumps(str(value))})")
+    return value
+
+
 def _quantity(value: str) -> str:
     """`value` when apimachinery's `resource.ParseQuantity` reads it (`syncer.patches.fields.parse_quantity_text`,
     nothing trimmed), as vcluster's `NewTranslator` (pods/translate/translator.go `parseResources`) reads each value
@@ -240,11 +289,11 @@ def _quantity(value: str) -> str:
 
 # A resource map of vcluster's (`map[string]interface{}` in its config.go, untyped in its schema): every value a
 # quantity string. vcluster's `parseResources` refuses a number ("resource value of cpu is not a string"), and the
-# chart's values.yaml gives strings ("30m", "64Mi"), so a number is refused here too. ParseQuantity trims
-# nothing: `" 30m"` is refused.
+# chart's values.yaml gives strings ("30m", "64Mi"), so a number is refused here too, also one only Go's YAML reads
+# as a number or boolean (`GoYAMLNonString`: `cpu: 1e3` unquoted). ParseQuantity trims nothing: `" 30m"` is refused.
 # The schema gives apimachinery's quantity expression (`resource.ParseQuantity` checks the suffix further).
 QUANTITY_PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-Quantities = dict[str, Annotated[str, AfterValidator(_quantity),
+Quantities = dict[str, Annotated[str, BeforeValidator(_not_a_go_value), AfterValidator(_quantity),
                                  WithJsonSchema({"type": "string", "pattern": QUANTITY_PATTERN})]]
 
 
@@ -883,6 +932,15 @@ class _StrictLoader(yaml.SafeLoader):
                     problem=f'line {key_node.start_mark.line + 1}: key "{key}" already set in map')
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+# A plain scalar no PyYAML resolver took (a string to it) that may be something else to Go's YAML gets
+# GO_YAML_NON_STRING_TAG, resolved after PyYAML's own: `_construct_scalar_text` reads it as a string, a
+# `GoYAMLNonString` where Go's YAML has a number or boolean (resolve.go looks at a scalar starting with a sign, digit
+# or `.`, and at its map of words).
+_StrictLoader.add_implicit_resolver(GO_YAML_NON_STRING_TAG, re.compile(r"^(?:[-+.0-9][-+._0-9eE]*|[yYnN])$"),
+                                    list("-+.0123456789yYnN"))
+_StrictLoader.add_constructor(GO_YAML_NON_STRING_TAG, _construct_scalar_text)
 
 
 def read_yaml(path: str | Path, what: str = "config") -> Any:
