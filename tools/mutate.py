@@ -969,7 +969,7 @@ LISTED = (
              '    errors = unsupported_modes(config.source)',
              ('tests/test_vcluster_config_audit.py', '-k', 'pro_pod_settings_are_refused')),
     Mutation('init-container resource quantities unchecked', 'syncer/config/model.py',
-             '        parse_quantity(value)',
+             '        parse_quantity_text(value)',
              '        pass',
              ('tests/test_vcluster_config_audit.py', '-k', 'quantities_must_be or not_a_quantity')),
     Mutation('misspelt keys beside sync.toHost.pods ignored', 'syncer/config/model.py',
