@@ -914,9 +914,10 @@ class PodReconciler:
         """vcluster's `isPodSecurityStandardsValid` (`policies.podSecurityStandard`): a virtual pod that does not meet
         the standard, judged as k8s.io/pod-security-admission judges it (controllers/podsecurity.py), is not synced
         (nor updated); a `SyncError` event says why (vcluster's words, without the admission status vcluster
-        repeats inside them: docs/vcluster-parity.md row 44)."""
+        repeats inside them: docs/vcluster-parity.md row 44), at vcluster's `latest` (`podsecurity.VCLUSTER_MINOR`)."""
         level = self.config.raw.policies.podSecurityStandard
-        found = podsecurity.violations(level, vpod["metadata"], vpod.get("spec") or {}) if level else []
+        found = podsecurity.violations(level, vpod["metadata"], vpod.get("spec") or {},
+                                       podsecurity.VCLUSTER_MINOR) if level else []
         if not found:
             return False
         await self._refuse_pod_security(vpod, rc_name, found)
@@ -942,7 +943,8 @@ class PodReconciler:
         spec = vpod.get("spec") or {}
         if not level or spec.get("hostUsers") is not False:
             return []
-        return podsecurity.violations(level, vpod["metadata"], {k: v for k, v in spec.items() if k != "hostUsers"})
+        return podsecurity.violations(level, vpod["metadata"], {k: v for k, v in spec.items() if k != "hostUsers"},
+                                      podsecurity.VCLUSTER_MINOR)
 
     async def _host_drops_user_namespace(self, vpod: Obj, desired: Obj, rc_name: str) -> bool | None:
         """For a pod that meets the Pod Security standard only through `spec.hostUsers: false`

@@ -592,6 +592,11 @@ CHECKS: tuple[Check, ...] = (
 )
 # the newest policy version any check has a revision for: what `latest` (and any newer v1.x) evaluates
 LATEST_MINOR = max(v.minimum for c in CHECKS for v in c.versions)
+# what vcluster's `policies.podSecurityStandard` evaluates as `latest`: vcluster vendors k8s.io/pod-security-admission
+# v0.36.0 (its go.mod), whose newest revisions are policy v1.35's, so `latest` there is v1.36; the v1.37 revision of
+# `sysctls` (two more allowed sysctls) exists only in the library's unreleased v0.37 and in no released kubelet's
+# safe list, so judging at v1.37 would let pods through that vcluster and every released Kubernetes refuse
+VCLUSTER_MINOR = 36
 
 
 def _at(check: Check, minor: int) -> Version | None:
