@@ -45,6 +45,7 @@ from syncer.kube.clock import now_rfc3339, rfc3339
 from syncer.kube.resources import (
     ALL_RESOURCES,
     CONFIGMAPS,
+    EVENTS,
     LEASES,
     NAMESPACES,
     PODS,
@@ -725,6 +726,7 @@ class EmbeddedAPIServer:
             raise StatusError(400, f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
                                    f"{problem}")
         EmbeddedAPIServer._secret_string_data(res, obj)
+        validation.decode(res.kind, obj)
         return obj
 
     def _check_type(self, res: APIResource, body: Any) -> Obj:
@@ -783,7 +785,7 @@ class EmbeddedAPIServer:
                 webhook(obj)
             features.drop_disabled_pod_fields(obj, None, self.minor)
             features.merge_label_keys(obj, self.minor)  # the pod strategy's PrepareForCreate, before validation
-        admission.validate_create(res, obj, self.minor)
+        self._validate(res, obj, None)
         if res == PODS:
             admission.default_pod(obj)
             namespace = self.storage.get(NAMESPACES, "", ns)
@@ -848,14 +850,15 @@ class EmbeddedAPIServer:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(res, name, "the object has been modified; please apply your changes to the latest "
                                       "version and try again")
-        if sub == "status":
+        if sub == "status" and res == PODS:
+            new = self._prepare_pod_status(body, old)
+            features.drop_disabled_pod_status_fields(new, old, self.minor)
+            errs = validation.validate_pod_status_update(new, old)
+            if errs:
+                raise invalid(res, name, errs)
+        elif sub == "status":
             new = copy.deepcopy(old)
             new["status"] = body.get("status")
-            if res == PODS:
-                features.drop_disabled_pod_status_fields(new, old, self.minor)
-                errs = validation.validate_pod_status_update(new, old)
-                if errs:
-                    raise invalid(res, name, errs)
         elif sub in ("ephemeralcontainers", "resize"):  # pods only: one part of the spec may change
             new = copy.deepcopy(old)
             spec: Obj = body["spec"] if isinstance(body.get("spec"), dict) else {}
@@ -886,7 +889,7 @@ class EmbeddedAPIServer:
                 admission.default_pod_spec(new)
                 for webhook in self.pod_update_webhooks:
                     webhook(new, old)
-            admission.validate_update(res, new, old)
+            self._validate(res, new, old)
         if res == NAMESPACES and sub is None:
             # the namespace strategy's PrepareForUpdate: status and spec.finalizers are not the user's to change
             new["status"] = old.get("status")
@@ -915,6 +918,52 @@ class EmbeddedAPIServer:
             return self.storage.remove(res, old)
         return self.storage.write(res, new, old)
 
+    @staticmethod
+    def _prepare_pod_status(body: Obj, old: Obj) -> Obj:
+        """A write of `pods/status` as `podStatusStrategy.PrepareForUpdate` (pkg/registry/core/pod/strategy.go)
+        and the generic registry's `rest.BeforeUpdate` prepare it: the body's metadata and status, with the old
+        spec, ownerReferences ("old kubelets corrupt them") and deletionTimestamp; a status without a qosClass gets
+        the old one back. Labels, annotations and finalizers sent to `pods/status` are stored (the status strategy
+        resets none of them, unlike `ResetObjectMetaForStatus`). The fields no update changes (uid,
+        creationTimestamp, deletionGracePeriodSeconds, namespace, generation) stay as they were."""
+        new = copy.deepcopy(body)
+        new["spec"] = copy.deepcopy(old.get("spec"))
+        if new["spec"] is None:
+            del new["spec"]
+        meta, old_meta = new["metadata"], old["metadata"]
+        for k in ("ownerReferences", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                  "namespace", "generation"):
+            if k in old_meta:
+                meta[k] = copy.deepcopy(old_meta[k])
+            else:
+                meta.pop(k, None)
+        meta["name"] = old_meta["name"]
+        status = new.get("status")
+        if isinstance(status, dict) and not status.get("qosClass") and (old.get("status") or {}).get("qosClass"):
+            status["qosClass"] = old["status"]["qosClass"]
+        return new
+
+    def _validate(self, res: APIResource, obj: Obj, old: Obj | None) -> None:
+        """Validate a new object (`old` None) or an update, as the resource's registry strategy does: pods on a
+        server of 1.`minor` (`ValidatePodCreate`, `ValidatePodUpdate`), secrets (`ValidateSecret`,
+        `ValidateSecretUpdate`), core/v1 events (`ValidateEventCreate`/`ValidateEventUpdate` for a v1 request, then
+        the generic metadata check), the rest as admission.py dispatches it. Raises StatusError 422 listing every
+        error."""
+        if res == PODS and old is not None:
+            errs = validation.validate_pod_update(obj, old, self.minor)
+        elif res == SECRETS:
+            errs = validation.validate_secret(obj) if old is None else validation.validate_secret_update(obj, old)
+        elif res == EVENTS:
+            errs = validation.validate_event(obj)
+        elif old is None:
+            admission.validate_create(res, obj, self.minor)
+            return
+        else:
+            admission.validate_update(res, obj, old)
+            return
+        if errs:
+            raise invalid(res, (old or obj)["metadata"].get("name", ""), errs)
+
     async def _patch(self, request: web.Request, res: APIResource, ns: str, name: str,
                      sub: str | None) -> web.Response:
         ctype = request.content_type
@@ -923,7 +972,7 @@ class EmbeddedAPIServer:
         old = self.storage.get(res, ns, name)
         if old is None:
             if ctype == "application/apply-patch+yaml":
-                obj = self._check_type(res, body)
+                obj = self._decodable(res, self._check_type(res, body))
                 obj["metadata"]["name"] = name
                 return _json_response(self._create_obj(res, ns, obj, dry_run=dry), status=201)
             raise not_found(res, name)
@@ -950,6 +999,8 @@ class EmbeddedAPIServer:
         problem = validation.decode_errors(res.kind, patched)
         if problem:  # the patch handlers' decode failure: 422 with the cause on the field "patch"
             raise invalid(None, "", [fielderrors.invalid("patch", json.dumps(body), problem)])
+        self._secret_string_data(res, patched)  # the patched object is decoded as a body is: stringData into data
+        validation.decode(res.kind, patched)
         if patched["metadata"].get("resourceVersion") == old["metadata"]["resourceVersion"]:
             patched["metadata"].pop("resourceVersion")  # only a rv the patch itself names is a precondition
         with self.storage.dry_run(dry):

@@ -11,9 +11,16 @@ Each rule names the Kubernetes function it follows. Sources:
   `activeDeadlineSeconds`, `hostname`/`subdomain` as `ValidateDNS1123Label`,
   `validateImagePullSecrets`, the label keys of `validatePodAffinityTerm` and `validateTopologySpreadConstraints`:
   `validateMatchLabelKeysAndMismatchLabelKeys`, `validateMatchLabelKeysInTopologySpread` before 1.34), and
-  `ValidatePodUpdate` (only images, a lowered `activeDeadlineSeconds`, added tolerations and
-  `terminationGracePeriodSeconds` may change);
-- `pkg/apis/node/validation/validation.go`: `ValidateRuntimeClass` (handler, a DNS-1123 label, immutable).
+  `ValidatePodUpdate` (the new pod validated whole as on create, `validatePodMetadataAndSpec`, then only images,
+  a lowered `activeDeadlineSeconds`, added tolerations, removed scheduling gates and a negative
+  `terminationGracePeriodSeconds` set to 1 may change), `ValidatePodStatusUpdate`, `ValidateSecret`,
+  `ValidateSecretUpdate`, `ValidateContainerResourceRequirements` (for RuntimeClass overhead);
+- `pkg/apis/core/validation/events.go`: `ValidateEventCreate`/`ValidateEventUpdate` for a v1 request
+  (`legacyValidateEvent`), then apimachinery `path.ValidatePathSegmentName` for the name;
+- `pkg/apis/node/validation/validation.go`: `ValidateRuntimeClass` (handler, a DNS-1123 label, immutable; overhead;
+  scheduling);
+- decoding (`decode_errors`, `decode`): apimachinery `resource.Quantity` (kubesim/quantity.py), encoding/base64,
+  `SetDefaults_Secret`, the pod conversion of a negative grace period (kubernetes#115606).
 
 Messages are the real ones (see `fielderrors.py`); a refused request is a 422 whose message lists the
 errors as kube-apiserver's `errors.NewInvalid` does. The version modelled is the one `/version`
@@ -23,10 +30,13 @@ on by default since 1.32).
 
 from __future__ import annotations
 
+import base64
 import ipaddress
+import json
+import re
 from typing import Any
 
-from kubesim import features, qos
+from kubesim import features, qos, quantity
 from kubesim import fielderrors as fe
 from kubesim.fielderrors import FieldError
 from syncer.config.selector import label_value_errors, qualified_name_errors
@@ -83,7 +93,123 @@ def decode_errors(kind: str, obj: Obj) -> str | None:
             if not isinstance(v, str):
                 return f"json: cannot unmarshal {_json_kind(v)} into Go struct field ObjectMeta.metadata.{k} of " \
                        "type string"
+    if kind == "RuntimeClass":
+        return _overhead_decode_error(obj.get("overhead"))
+    if kind == "Secret":
+        return _secret_decode_error(obj.get("data"))
     return None
+
+
+def _overhead_decode_error(overhead: Any) -> str | None:
+    """node/v1 `Overhead.podFixed` is a `ResourceList`: each value a `resource.Quantity`, decoded by its
+    `UnmarshalJSON` (kubesim/quantity.py), whose error is the decode's."""
+    fixed = overhead.get("podFixed") if isinstance(overhead, dict) else None
+    if fixed is None:
+        return None
+    if not isinstance(fixed, dict):
+        return f"json: cannot unmarshal {_json_kind(fixed)} into Go struct field Overhead.overhead.podFixed of type " \
+               "v1.ResourceList"
+    for value in fixed.values():
+        try:
+            quantity.from_json(value)
+        except quantity.QuantityError as e:
+            return str(e)
+    return None
+
+
+def _secret_decode_error(data: Any) -> str | None:
+    """core/v1 `Secret.data` is a `map[string][]byte`: each value base64 (encoding/json decodes a `[]byte` with
+    `base64.StdEncoding`, whose `CorruptInputError` is the decode's: `illegal base64 data at input byte N`)."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        return f"json: cannot unmarshal {_json_kind(data)} into Go struct field Secret.data of type map[string][]uint8"
+    for value in data.values():
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            return f"json: cannot unmarshal {_json_kind(value)} into Go struct field Secret.data of type []uint8"
+        try:
+            go_base64_length(value)
+        except ValueError as e:
+            return str(e)
+    return None
+
+
+_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_NEWLINES = (ord("\n"), ord("\r"))
+
+
+def go_base64_length(text: str) -> int:
+    """The length of what Go's `base64.StdEncoding.Decode` (encoding/base64 `decodeQuantum`) decodes from `text`
+    (its UTF-8 bytes): newlines skipped, `=` padding required.
+
+    Raises:
+        ValueError: `illegal base64 data at input byte <offset>`, the offset Go's CorruptInputError names.
+    """
+    src = text.encode()
+    n = si = 0
+    end = len(src)
+
+    def corrupt(offset: int) -> ValueError:
+        return ValueError(f"illegal base64 data at input byte {offset}")
+
+    while si < end:
+        j, dlen = 0, 4
+        while j < 4:
+            if si == end:
+                if j == 0:
+                    return n
+                raise corrupt(si - j)
+            c = src[si]
+            si += 1
+            if c in _BASE64:
+                j += 1
+                continue
+            if c in _NEWLINES:
+                continue
+            if c != ord("=") or j < 2:
+                raise corrupt(si - 1)
+            if j == 2:  # "==" expected: the second one, after any newlines
+                while si < end and src[si] in _NEWLINES:
+                    si += 1
+                if si == end:
+                    raise corrupt(end)
+                if src[si] != ord("="):
+                    raise corrupt(si - 1)
+                si += 1
+            while si < end and src[si] in _NEWLINES:
+                si += 1
+            if si < end:
+                raise corrupt(si)  # trailing garbage
+            dlen = j
+            break
+        n += dlen - 1
+    return n
+
+
+def decode(kind: str, obj: Obj) -> None:
+    """What kube-apiserver's decoding (defaulting and conversion) does to an object it accepts, in place:
+    - a RuntimeClass's `overhead.podFixed` quantities are stored as `resource.Quantity` writes them back
+      (kubesim/quantity.py: `"0.5"` as `"500m"`, `"1000m"` as `"1"`, `"1Gi"` as it is; node/v1 has no defaulter,
+      so no rounding to milli as core/v1's `SetDefaults_ResourceList` does);
+    - a Secret without a `type` is `Opaque` (`SetDefaults_Secret`, pkg/apis/core/v1/defaults.go);
+    - a Pod's negative `spec.terminationGracePeriodSeconds` is 1 (since 1.27, kubernetes#115606: the pod conversion
+      `Convert_v1_Pod_To_core_Pod`, later its defaulting), on create and on every update.
+    Call it after `decode_errors` found nothing."""
+    if kind == "RuntimeClass":
+        overhead = obj.get("overhead")
+        if isinstance(overhead, dict) and isinstance(overhead.get("podFixed"), dict):
+            overhead["podFixed"] = {k: quantity.stored(v) for k, v in overhead["podFixed"].items()}
+    elif kind == "Secret":
+        if not obj.get("type"):
+            obj["type"] = "Opaque"
+    elif kind == "Pod":
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            grace = spec.get("terminationGracePeriodSeconds")
+            if isinstance(grace, int) and not isinstance(grace, bool) and grace < 0:
+                spec["terminationGracePeriodSeconds"] = 1
 
 
 def _json_kind(v: Any) -> str:
@@ -151,13 +277,27 @@ def validate_owner_references(refs: Any) -> list[FieldError]:
 # ---------------------------------------------------------------------------------------------- pods
 
 def validate_pod(pod: Obj, minor: int = features.DEFAULT_MINOR) -> list[FieldError]:
-    """`ValidatePodCreate` on a server of Kubernetes 1.`minor`: object metadata and `ValidatePodSpec` for the fields
-    the syncer writes, then no ephemeral containers: they are added through `pods/ephemeralcontainers` only ("cannot
-    be set on create")."""
+    """`ValidatePodCreate` on a server of Kubernetes 1.`minor`: `validate_pod_metadata_and_spec`, then no ephemeral
+    containers: they are added through `pods/ephemeralcontainers` only ("cannot be set on create")."""
     spec = pod.get("spec") or {}
-    errs = validate_object_meta(pod.get("metadata") or {}) + validate_pod_spec(spec, "spec", minor)
+    errs = validate_pod_metadata_and_spec(pod, minor)
     if spec.get("ephemeralContainers"):
         errs.append(fe.forbidden("spec.ephemeralContainers", "cannot be set on create"))
+    return errs
+
+
+def validate_pod_metadata_and_spec(pod: Obj, minor: int = features.DEFAULT_MINOR) -> list[FieldError]:
+    """`validatePodMetadataAndSpec`, which `ValidatePodCreate` and `ValidatePodUpdate` both run: object metadata,
+    `ValidatePodSpec` for the fields the syncer writes, and `validateContainersOnlyForPod` (an image without
+    leading or trailing whitespace)."""
+    spec = pod.get("spec") or {}
+    errs = validate_object_meta(pod.get("metadata") or {}) + validate_pod_spec(spec, "spec", minor)
+    for field in ("containers", "initContainers"):
+        for i, c in _dicts(spec.get(field)):
+            image = c.get("image")
+            if isinstance(image, str) and image.strip() != image:
+                errs.append(fe.invalid(f"spec.{field}[{i}].image", image, "must not have leading or trailing "
+                                                                         "whitespace"))
     return errs
 
 
@@ -536,15 +676,39 @@ def validate_tolerations(tolerations: Any, path: str) -> list[FieldError]:
     return errs
 
 
-def _updatable_spec(spec: Obj) -> Obj:
-    """The spec with what `ValidatePodUpdate` lets change masked out."""
-    out = {k: v for k, v in spec.items() if k not in ("activeDeadlineSeconds", "tolerations",
-                                                      "terminationGracePeriodSeconds", "schedulingGates")}
+TERMINATION_GRACE = "terminationGracePeriodSeconds"
+_MUNGED = ("activeDeadlineSeconds", "tolerations", "schedulingGates")  # checked on their own by ValidatePodUpdate
+
+
+def _updatable_spec(spec: Obj, old: Obj) -> Obj:
+    """The spec as `ValidatePodUpdate` munges it before comparing it with the old one (`old`): images, the
+    activeDeadlineSeconds, tolerations and scheduling gates masked out, and a terminationGracePeriodSeconds of 1 taken
+    as the old one when that was negative (the only change of it allowed)."""
+    out = {k: v for k, v in spec.items() if k not in _MUNGED}
     for field in ("containers", "initContainers"):
         if isinstance(out.get(field), list):
             out[field] = [{k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c
                           for c in out[field]]
+    grace = old.get(TERMINATION_GRACE)
+    if isinstance(grace, int) and grace < 0 and out.get(TERMINATION_GRACE) == 1:
+        out[TERMINATION_GRACE] = grace
     return out
+
+
+def _container_updates(new: Any, old: Any, path: str) -> tuple[list[FieldError], bool]:
+    """`ValidateContainerUpdates`: as many containers as before (else `pod updates may not add or remove containers`,
+    and the update's validation stops there), each with an image without surrounding whitespace."""
+    new_list = new if isinstance(new, list) else []
+    if len(new_list) != len(old if isinstance(old, list) else []):
+        return [fe.forbidden(path, "pod updates may not add or remove containers")], True
+    errs: list[FieldError] = []
+    for i, c in _dicts(new_list):
+        image = c.get("image")
+        if not image:
+            errs.append(fe.required(f"{path}[{i}].image"))
+        elif isinstance(image, str) and image.strip() != image:
+            errs.append(fe.invalid(f"{path}[{i}].image", image, "must not have leading or trailing whitespace"))
+    return errs, False
 
 
 APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"  # v1.DeprecatedAppArmorBeta...
@@ -575,15 +739,20 @@ def pod_specific_annotation_updates(new: Obj, old: Obj) -> list[FieldError]:
     return errs
 
 
-def validate_pod_update(new: Obj, old: Obj) -> list[FieldError]:
-    """`ValidatePodUpdate`: metadata as on create, and the pod-specific annotations as
-    `pod_specific_annotation_updates`; `activeDeadlineSeconds` may only be set or lowered (0 to 2^31-1), never
-    removed; existing tolerations stay; scheduling gates may only be removed; nothing else in the spec may change."""
-    errs = validate_object_meta(new.get("metadata") or {}) + pod_specific_annotation_updates(new, old)
+def validate_pod_update(new: Obj, old: Obj, minor: int = features.DEFAULT_MINOR) -> list[FieldError]:
+    """`ValidatePodUpdate` on a server of Kubernetes 1.`minor`: the new pod validated whole as on create
+    (`validate_pod_metadata_and_spec`), the pod-specific annotations as `pod_specific_annotation_updates`; as many
+    containers and init containers as before, each with an image (`ValidateContainerUpdates`); then
+    `activeDeadlineSeconds` may only be set or lowered (0 to 2^31-1), never removed; existing tolerations stay;
+    scheduling gates may only be removed; nothing else in the spec may change, terminationGracePeriodSeconds
+    included (but from a negative value to 1)."""
+    errs = validate_pod_metadata_and_spec(new, minor) + pod_specific_annotation_updates(new, old)
     ns, os_ = new.get("spec") or {}, old.get("spec") or {}
-    for i, c in _dicts(ns.get("containers")):
-        if not c.get("image"):
-            errs.append(fe.required(f"spec.containers[{i}].image"))
+    for field in ("containers", "initContainers"):
+        more, stop = _container_updates(ns.get(field), os_.get(field), f"spec.{field}")
+        errs += more
+        if stop:
+            return errs
     new_ads, old_ads = ns.get("activeDeadlineSeconds"), os_.get("activeDeadlineSeconds")
     if new_ads is not None:
         if not (0 <= new_ads <= MAX_INT32):
@@ -602,13 +771,12 @@ def validate_pod_update(new: Obj, old: Obj) -> list[FieldError]:
            for t in old_tols if isinstance(t, dict)):
         errs.append(fe.forbidden("spec.tolerations", "existing toleration can not be modified except its "
                                                      "tolerationSeconds"))
-    errs += validate_tolerations(new_tols, "spec.tolerations")
     old_gates = [g.get("name") for _, g in _dicts(os_.get("schedulingGates"))]
     for i, g in _dicts(ns.get("schedulingGates")):
         if g.get("name") not in old_gates:
             errs.append(fe.forbidden(f"spec.schedulingGates[{i}]", "only deletion is allowed, but found new "
                                                                    f"scheduling gate '{g.get('name')}'"))
-    if _updatable_spec(ns) != _updatable_spec(os_):
+    if ns != os_ and _updatable_spec(ns, os_) != _updatable_spec(os_, os_):
         errs.append(fe.forbidden("spec", POD_UPDATE_FORBIDDEN))
     return errs
 
@@ -653,31 +821,318 @@ def validate_resize(new: Obj, old: Obj) -> list[FieldError]:
     return []
 
 
+SYSTEM_POD_CONDITIONS = ("PodScheduled", "Ready", "Initialized")  # validatePodConditions
+
+
 def validate_pod_status_update(new: Obj, old: Obj) -> list[FieldError]:
-    """`ValidatePodStatusUpdate` (Kubernetes 1.32+): `status.qosClass`, set when the pod was created, is
-    immutable, so a status write that changes it is refused whole."""
-    new_qos = (new.get("status") or {}).get("qosClass")
+    """`ValidatePodStatusUpdate` (pkg/apis/core/validation/validation.go) of a pod the status strategy prepared
+    (`podStatusStrategy.PrepareForUpdate`: the old spec, ownerReferences and deletionTimestamp, the new labels and
+    annotations): the metadata (labels and annotations as on any update, `pod_specific_annotation_updates`); each
+    condition type but PodScheduled, Ready and Initialized a qualified name (`validatePodConditions`, at
+    `metadata.conditions[<i>].Type`: sic, the Go passes the metadata path); `status.qosClass`, set when the pod was
+    created, immutable (Kubernetes 1.32+)."""
+    errs = validate_object_meta(new.get("metadata") or {}) + pod_specific_annotation_updates(new, old)
+    status: Obj = new["status"] if isinstance(new.get("status"), dict) else {}
+    for i, c in _dicts(status.get("conditions")):
+        kind = str(c.get("type") or "")
+        if kind not in SYSTEM_POD_CONDITIONS:
+            errs += [fe.invalid(f"metadata.conditions[{i}].Type", kind, m) for m in qualified_name_errors(kind)]
+    new_qos = status.get("qosClass")
     old_qos = (old.get("status") or {}).get("qosClass")
     if new_qos != old_qos:
-        return [fe.invalid("status.qosClass", new_qos, "field is immutable")]
-    return []
+        errs.append(fe.invalid("status.qosClass", new_qos, "field is immutable"))
+    return errs
 
 
 # ---------------------------------------------------------------------------------------------- runtime classes
 
 def validate_runtime_class(rc: Obj, old: Obj | None = None) -> list[FieldError]:
-    """`ValidateRuntimeClass` / `ValidateRuntimeClassUpdate`: metadata; handler required, a DNS-1123
-    label, immutable; overhead and scheduling as given (the syncer copies them from the host)."""
+    """`ValidateRuntimeClass` then, on update, `ValidateRuntimeClassUpdate` (pkg/apis/node/validation/validation.go,
+    as the registry strategy's ValidateUpdate runs them): metadata; the handler required and a DNS-1123 label;
+    `validateOverhead` (`validate_resource_limits` of `overhead.podFixed` at `overhead`); `validateScheduling`
+    (the nodeSelector's labels, the tolerations); on update the handler immutable."""
     errs = validate_object_meta(rc.get("metadata") or {})
     handler = rc.get("handler")
     if not handler:
         errs.append(fe.required("handler"))
     else:
         errs += fe.dns1123_label("handler", str(handler))
-    if old is not None and handler != old.get("handler"):
-        errs.append(fe.invalid("handler", handler, "field is immutable"))
+    overhead = rc.get("overhead")
+    if isinstance(overhead, dict) and isinstance(overhead.get("podFixed"), dict):
+        errs += validate_resource_limits(overhead["podFixed"], "overhead")
     scheduling = rc.get("scheduling")
     if isinstance(scheduling, dict):
         errs += validate_labels(scheduling.get("nodeSelector"), "scheduling.nodeSelector")
         errs += validate_tolerations(scheduling.get("tolerations"), "scheduling.tolerations")
+    if old is not None and handler != old.get("handler"):
+        errs.append(fe.invalid("handler", handler, "field is immutable"))
     return errs
+
+
+# pkg/apis/core/helper/helpers.go: standardResources (IsStandardResourceName, with the quota hugepages prefixes),
+# standardContainerResources (IsStandardContainerResourceName, with `hugepages-`), integerResources
+STANDARD_RESOURCES = frozenset((
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
+    "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "resourcequotas", "services",
+    "replicationcontrollers", "secrets", "configmaps", "persistentvolumeclaims", "storage", "requests.storage",
+    "services.nodeports", "services.loadbalancers"))
+STANDARD_CONTAINER_RESOURCES = frozenset(("cpu", "memory", "ephemeral-storage"))
+INTEGER_RESOURCES = frozenset(("pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "configmaps",
+                               "persistentvolumeclaims", "services.nodeports", "services.loadbalancers"))
+HUGEPAGES_PREFIX = "hugepages-"
+IS_NEGATIVE = "must be greater than or equal to 0"  # apimachinery validation.IsNegativeErrorMsg
+
+
+def _native_resource(name: str) -> bool:
+    """`IsNativeResource`: no `/`, or in the `kubernetes.io/` namespace."""
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def _extended_resource(name: str) -> bool:
+    """`IsExtendedResourceName`: not native, no `requests.` prefix, and `requests.<name>` a qualified name."""
+    return (not _native_resource(name) and not name.startswith("requests.")
+            and not qualified_name_errors("requests." + name))
+
+
+def _container_resource_name(name: str, at: str) -> list[FieldError]:
+    """`validateContainerResourceName` (with `validateResourceName`): a qualified name; without a `/` a standard
+    resource, and one containers may ask for; with one, native or an extended resource."""
+    errs = [fe.invalid(at, name, m) for m in qualified_name_errors(name)]
+    if not errs and "/" not in name and name not in STANDARD_RESOURCES and not (
+            name.startswith((HUGEPAGES_PREFIX, "requests." + HUGEPAGES_PREFIX))):
+        errs.append(fe.invalid(at, name, "must be a standard resource type or fully qualified"))
+    if "/" not in name:
+        if name not in STANDARD_CONTAINER_RESOURCES and not name.startswith(HUGEPAGES_PREFIX):
+            errs.append(fe.invalid(at, name, "must be a standard resource for containers"))
+    elif not _native_resource(name) and not _extended_resource(name):
+        errs.append(fe.invalid(at, name, "doesn't follow extended resource name standard"))
+    return errs
+
+
+def _hugepage_divisible(name: str, q: quantity.Quantity) -> bool:
+    """`IsHugePageResourceValueDivisible`: the page size of `hugepages-<size>` a positive whole quantity, and the
+    value (`Value()`, rounded up) a multiple of it."""
+    try:
+        page = quantity.parse(name[len(HUGEPAGES_PREFIX):])
+    except quantity.QuantityError:
+        return False
+    if page.sign() <= 0 or page.scaled_value(-3) % 1000:
+        return False
+    return q.scaled_value(0) % page.scaled_value(0) == 0
+
+
+def validate_resource_limits(limits: Obj, path: str) -> list[FieldError]:
+    """`ValidateContainerResourceRequirements` of requirements with only `limits` (what `validateOverhead` passes):
+    each at `<path>.limits[<name>]`: the name (`_container_resource_name`), the quantity not negative
+    (`ValidateNonnegativeQuantity`, its `String()` quoted), whole for an integer resource (an extended one:
+    `ValidateResourceQuantityValue`, `must be an integer` after the quantity unquoted), hugepages a multiple of their
+    page size (`validateResourceQuantityHugePageValue`); hugepages only beside cpu or memory (`<path>: Forbidden:
+    HugePages require cpu or memory`). The values are the stored texts (`decode`)."""
+    errs: list[FieldError] = []
+    compute = hugepages = False
+    for name, value in limits.items():
+        at = f"{path}.limits[{name}]"
+        errs += _container_resource_name(str(name), at)
+        q = quantity.from_json(value)
+        if q.sign() < 0:
+            errs.append(fe.invalid(at, str(q), IS_NEGATIVE))
+        if (name in INTEGER_RESOURCES or _extended_resource(str(name))) and q.scaled_value(-3) % 1000:
+            errs.append(fe.invalid(at, fe.GoSyntax(str(q)), "must be an integer"))
+        if str(name).startswith(HUGEPAGES_PREFIX):
+            hugepages = True
+            if not _hugepage_divisible(str(name), q):
+                errs.append(fe.invalid(at, str(q), f"{q} is not positive integer multiple of {name}"))
+        compute = compute or name in ("cpu", "memory")
+    if hugepages and not compute:
+        errs.append(fe.forbidden(path, "HugePages require cpu or memory"))
+    return errs
+
+
+# ---------------------------------------------------------------------------------------------- secrets
+
+MAX_SECRET_SIZE = 1024 * 1024  # core.MaxSecretSize
+SERVICE_ACCOUNT_NAME_KEY = "kubernetes.io/service-account.name"  # core.ServiceAccountNameKey
+CONFIG_MAP_KEY_FMT = "[-._a-zA-Z0-9]+"
+_CONFIG_MAP_KEY_RE = re.compile(f"^{CONFIG_MAP_KEY_FMT}$")
+_CONFIG_MAP_KEY_MSG = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
+IMMUTABLE_WHEN_SET = "field is immutable when `immutable` is set"
+
+
+def config_map_key_errors(key: str) -> list[str]:
+    """apimachinery `IsConfigMapKey`: at most 253 bytes, `[-._a-zA-Z0-9]+`, not `.` or `..` nor starting with `..`."""
+    errs = [fe.max_len_error(253)] if len(key.encode()) > 253 else []
+    if not _CONFIG_MAP_KEY_RE.fullmatch(key):
+        errs.append(fe.regex_error(_CONFIG_MAP_KEY_MSG, CONFIG_MAP_KEY_FMT, "key.name", "KEY_NAME", "key-name"))
+    if key == ".":
+        errs.append("must not be '.'")
+    elif key == "..":
+        errs.append("must not be '..'")
+    elif key.startswith(".."):
+        errs.append("must not start with '..'")
+    return errs
+
+
+def _quote_char(c: str) -> str:
+    """encoding/json `quoteChar`."""
+    if c == "'":
+        return "'\\''"
+    if c == '"':
+        return "'\"'"
+    return "'" + (c if c.isprintable() else json.dumps(c)[1:-1]) + "'"
+
+
+def go_json_object_error(raw: bytes) -> str | None:
+    """What Go's `json.Unmarshal(raw, &map[string]interface{}{})` refuses, in its words, or None: a document cut short
+    (`unexpected end of JSON input`), a syntax error (`invalid character 'x' ...`, its context told as the scanner
+    tells it for the common cases), a value that is not an object (`json: cannot unmarshal array into Go value of
+    type map[string]interface {}`; null is accepted)."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated"):
+            return "unexpected end of JSON input"
+        c = _quote_char(text[e.pos])
+        if e.msg == "Extra data":
+            return f"invalid character {c} after top-level value"
+        if e.msg.startswith("Expecting property name"):
+            return f"invalid character {c} looking for beginning of object key string"
+        if e.msg == "Expecting ':' delimiter":
+            return f"invalid character {c} after object key"
+        if e.msg == "Expecting ',' delimiter":
+            depth: list[str] = []
+            in_string = escaped = False
+            for ch in text[:e.pos]:
+                if in_string:
+                    escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+                elif ch == '"':
+                    in_string = True
+                elif ch in "[{":
+                    depth.append(ch)
+                elif ch in "]}" and depth:
+                    depth.pop()
+            inside = "array element" if depth and depth[-1] == "[" else "object key:value pair"
+            return f"invalid character {c} after {inside}"
+        if e.msg.startswith("Invalid control character"):
+            return f"invalid character {c} in string literal"
+        return f"invalid character {c} looking for beginning of value"
+    if value is None or isinstance(value, dict):
+        return None
+    return f"json: cannot unmarshal {_json_kind(value)} into Go value of type map[string]interface {{}}"
+
+
+def _secret_data(secret: Obj) -> dict[str, bytes]:
+    data = secret.get("data")
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): base64.b64decode(v) if isinstance(v, str) and v else b"" for k, v in data.items()}
+
+
+def validate_secret(secret: Obj) -> list[FieldError]:
+    """`ValidateSecret` (pkg/apis/core/validation/validation.go): metadata; each data key `IsConfigMapKey` (at
+    `data[<key>]`); the data at most 1 MiB in all (`data: Too long: must have at most 1048576 bytes`); by type:
+    `kubernetes.io/service-account-token` needs the annotation `kubernetes.io/service-account.name`,
+    `kubernetes.io/dockercfg` and `kubernetes.io/dockerconfigjson` their key holding a JSON object
+    (`<secret contents redacted>` shown), `kubernetes.io/basic-auth` a username or a password,
+    `kubernetes.io/ssh-auth` a non-empty `ssh-privatekey`, `kubernetes.io/tls` both `tls.crt` and `tls.key`."""
+    errs = validate_object_meta(secret.get("metadata") or {})
+    data = _secret_data(secret)
+    for key in data:
+        errs += [fe.invalid(f"data[{key}]", key, m) for m in config_map_key_errors(key)]
+    if sum(len(v) for v in data.values()) > MAX_SECRET_SIZE:
+        errs.append(fe.too_long("data", MAX_SECRET_SIZE))
+    kind = secret.get("type") or "Opaque"
+    annotations = (secret.get("metadata") or {}).get("annotations") or {}
+    if kind == "kubernetes.io/service-account-token":
+        if not annotations.get(SERVICE_ACCOUNT_NAME_KEY):
+            errs.append(fe.required(f"metadata.annotations[{SERVICE_ACCOUNT_NAME_KEY}]"))
+    elif kind in ("kubernetes.io/dockercfg", "kubernetes.io/dockerconfigjson"):
+        key = ".dockercfg" if kind == "kubernetes.io/dockercfg" else ".dockerconfigjson"
+        if key not in data:
+            errs.append(fe.required(f"data[{key}]"))
+        else:
+            problem = go_json_object_error(data[key])
+            if problem:
+                errs.append(fe.invalid(f"data[{key}]", "<secret contents redacted>", problem))
+    elif kind == "kubernetes.io/basic-auth":
+        if "username" not in data and "password" not in data:
+            errs += [fe.required("data[username]"), fe.required("data[password]")]
+    elif kind == "kubernetes.io/ssh-auth":
+        if not data.get("ssh-privatekey"):
+            errs.append(fe.required("data[ssh-privatekey]"))
+    elif kind == "kubernetes.io/tls":
+        errs += [fe.required(f"data[{k}]") for k in ("tls.crt", "tls.key") if k not in data]
+    return errs
+
+
+def validate_secret_update(new: Obj, old: Obj) -> list[FieldError]:
+    """`ValidateSecretUpdate`: the type immutable (`type: Invalid value: "<new>": field is immutable`); an
+    `immutable` secret stays immutable and keeps its data (`immutable`/`data: Forbidden: field is immutable when
+    `immutable` is set`; a stored secret's empty data is none, as `omitempty` stores it, and `data: {}` is not none,
+    as Go's `reflect.DeepEqual` of a nil and an empty map says); then `ValidateSecret` of the new secret."""
+    errs: list[FieldError] = []
+    new_type, old_type = new.get("type") or "Opaque", old.get("type") or "Opaque"
+    if new_type != old_type:
+        errs.append(fe.invalid("type", new_type, "field is immutable"))
+    if old.get("immutable") is True:
+        if new.get("immutable") is not True:
+            errs.append(fe.forbidden("immutable", IMMUTABLE_WHEN_SET))
+        old_data = _secret_data(old) if old.get("data") else None
+        new_data = _secret_data(new) if isinstance(new.get("data"), dict) else None
+        if new_data != old_data:
+            errs.append(fe.forbidden("data", IMMUTABLE_WHEN_SET))
+    return errs + validate_secret(new)
+
+
+# ---------------------------------------------------------------------------------------------- events
+
+EVENT_LENGTH_LIMITS = {"reportingInstance": 128, "action": 128, "reason": 128, "message": 1024}  # events.go
+
+
+def path_segment_name_errors(name: str) -> list[str]:
+    """apimachinery `path.IsValidPathSegmentName`: not `.` or `..`, no `/` or `%`."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def validate_event(event: Obj) -> list[FieldError]:
+    """A core/v1 Event as `ValidateEventCreate`/`ValidateEventUpdate` check it for a v1 request (pkg/apis/core/
+    validation/events.go: only `legacyValidateEvent`), then, only if that passed, the generic registry's
+    `ValidateObjectMetaAccessor` with `ValidatePathSegmentName` (`BeforeCreate`/`BeforeUpdate`: an event's name
+    need not be a DNS subdomain). Without an `eventTime` the involved object's namespace must be the event's (one
+    without a namespace allows only the event namespaces `""` and `default`); with one, an involved object without
+    a namespace allows `default` and `kube-system`, and `reportingController` (a qualified name),
+    `reportingInstance` and `action` are required, with length limits on them, `reason` and `message`."""
+    meta = event.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    involved: Obj = event["involvedObject"] if isinstance(event.get("involvedObject"), dict) else {}
+    involved_ns = str(involved.get("namespace") or "")
+    errs: list[FieldError] = []
+    mismatch = fe.invalid("involvedObject.namespace", involved_ns, "does not match event.namespace")
+    if not event.get("eventTime"):
+        if (namespace not in ("", "default")) if not involved_ns else namespace != involved_ns:
+            errs.append(mismatch)
+    else:
+        if not involved_ns and namespace not in ("default", "kube-system"):
+            errs.append(mismatch)
+        controller = str(event.get("reportingController") or "")
+        if not controller:
+            errs.append(fe.required("reportingController"))
+        errs += [fe.invalid("reportingController", controller, m) for m in qualified_name_errors(controller)]
+        for field in ("reportingInstance", "action", "reason", "message"):
+            value = str(event.get(field) or "")
+            if not value and field != "message":
+                errs.append(fe.required(field))
+            if len(value.encode()) > EVENT_LENGTH_LIMITS[field]:
+                errs.append(fe.invalid(field, "", f"can have at most {EVENT_LENGTH_LIMITS[field]} characters"))
+    errs += [fe.invalid("namespace", namespace, m) for m in fe.dns1123_subdomain_errors(namespace)]
+    if errs:
+        return errs
+    name = meta.get("name")
+    if not name:
+        errs.append(fe.required("metadata.name", "name or generateName is required"))
+    else:
+        errs += [fe.invalid("metadata.name", name, m) for m in path_segment_name_errors(str(name))]
+    return (errs + validate_labels(meta.get("labels")) + validate_annotations(meta.get("annotations"))
+            + validate_owner_references(meta.get("ownerReferences")))
