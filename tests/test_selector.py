@@ -162,7 +162,9 @@ VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric c
 
 
 @pytest.mark.parametrize(("key", "errors"), [
-    ("", ["name part must be non-empty"]),
+    # IsQualifiedName (apimachinery pkg/util/validation/validation.go): an empty name part is "must be non-empty",
+    # and then does not match the form either
+    ("", ["name part must be non-empty", f"name part {NAME_MSG}"]),
     ("a" * 63, []),
     ("a" * 64, ["name part must be no more than 63 characters"]),
     ("/a", ["prefix part must be non-empty"]),
@@ -172,7 +174,7 @@ VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric c
     ("a/b/c", [f"a qualified name {NAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. "
                "'example.com/MyName')"]),
     ("-a", [f"name part {NAME_MSG}"]),
-    ("example.com/", ["name part must be non-empty"]),
+    ("example.com/", ["name part must be non-empty", f"name part {NAME_MSG}"]),
     ("ok.io/x_y.Z-1", []),
 ], ids=[f"key{i}" for i in range(11)])
 def test_label_key_messages(key: str, errors: list[str]) -> None:

@@ -78,13 +78,12 @@ def qualified_name_errors(key: str) -> list[str]:
             f"regex used for validation is '{_QUALIFIED_NAME_FMT}') with an optional DNS subdomain "
             "prefix and '/' (e.g. 'example.com/MyName')"
         ]
-    if not name:
+    if not name:  # IsQualifiedName: "must be non-empty", then the form, which "" does not match either
         errs.append("name part must be non-empty")
-    else:
-        errs += [f"name part {e}" for e in _length_and_form(name, _MAX_NAME, _QUALIFIED_NAME_RE, (
-            "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
-            "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-            f"'{_QUALIFIED_NAME_FMT}')"))]
+    errs += [f"name part {e}" for e in _length_and_form(name, _MAX_NAME, _QUALIFIED_NAME_RE, (
+        "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        f"'{_QUALIFIED_NAME_FMT}')"))]
     return errs
 
 
