@@ -3,7 +3,8 @@ ResourceClaimTemplate) syncers (tests and demo only).
 
 In a real vcluster these keep running when only its pod sync is off (behaviour.md section 3.1). This
 stand-in copies virtual objects to the host namespace with vcluster's single-namespace host names
-(`<name>-x-<namespace>-x-<vcluster>`): PVCs always, ConfigMaps and Secrets when `sync.toHost.<kind>.all` is
+(`<name>-x-<namespace>-x-<vcluster>`; ResourceClaims and ResourceClaimTemplates get vcluster's short names,
+`host_name_short`): PVCs always, ConfigMaps and Secrets when `sync.toHost.<kind>.all` is
 set or the virtual object is annotated `vcluster.loft.sh/force-sync: "true"`, ServiceAccounts, ResourceClaims and
 ResourceClaimTemplates (all) when asked (vcluster's open-source tree maps the claims' names but has no syncer of
 them; this one copies them as its other syncers copy objects, `translate.HostMetadata`); a virtual object that
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -67,6 +69,28 @@ _IDENTITY_ANNOTATIONS = (OBJECT_NAME, OBJECT_NAMESPACE, OBJECT_UID, OBJECT_KIND,
 # the PVC syncer's excludedAnnotations (persistentvolumeclaims/syncer.go)
 _PVC_EXCLUDED = ("pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller",
                  "volume.beta.kubernetes.io/storage-provisioner")
+
+
+def host_name_short(name: str, namespace: str, vcluster_name: str) -> str:
+    """The host name vcluster's production ResourceClaim and ResourceClaimTemplate mappers give `namespace/name`
+    (pkg/mappings/resources/resourceclaims.go, resourceclaimtemplates.go: `translate.Default.HostNameShort`), written
+    here from vcluster's code apart from the syncer's (so that a mistake in the syncer's is not copied into the copies
+    it waits for): pkg/util/translate/single_namespace.go `HostNameShort`,
+    `"v" + base36.EncodeBytes(sha256(strings.Join([]string{vName, "x", vNamespace, "x", VClusterName}, "-")))[0:13]`,
+    with pkg/util/base36/base36.go `EncodeBytesAsBytes`: the digits of the number, least significant first, then a
+    `0` for each leading zero byte, all reversed."""
+    if name == "":
+        return ""
+    digest = hashlib.sha256("-".join([name, "x", namespace, "x", vcluster_name]).encode()).digest()
+    x, answer = int.from_bytes(digest, "big"), []
+    while x > 0:
+        x, mod = divmod(x, 36)
+        answer.append("0123456789abcdefghijklmnopqrstuvwxyz"[mod])
+    for byte in digest:  # leading zero bytes
+        if byte != 0:
+            break
+        answer.append("0")
+    return "v" + "".join(reversed(answer))[0:13]
 
 
 def host_metadata(vobj: Mapping[str, Any], kind: str, host_name: str, host_namespace: str, vcluster_name: str,
@@ -172,7 +196,8 @@ class VClusterResourceSyncers:
         ns, name = split_key(key)
         assert ns is not None
         vobj = self.stores[res.plural].get(key)
-        hname = host_pod_name(name, ns, self.vcluster_name)
+        short = res in (RESOURCECLAIMS, RESOURCECLAIMTEMPLATES)  # their mappers' HostNameShort
+        hname = (host_name_short if short else host_pod_name)(name, ns, self.vcluster_name)
         if vobj is None or not self._selected(res, vobj):
             with contextlib.suppress(ApiError):
                 hobj = await self.host.get(res, hname, self.host_namespace)

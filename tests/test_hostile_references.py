@@ -343,12 +343,15 @@ def claim_pod(name: str, namespace: str, **claim: str) -> Obj:
 
 
 CLAIM_SYNC = {"resourceClaims": {"enabled": True}, "resourceClaimTemplates": {"enabled": True}}
+# the host name vcluster's claim and template mappers give both b-x-c/a and c/a-x-b (HostNameShort hashes the one
+# string "a-x-b-x-c-x-test": pkg/util/translate/single_namespace.go)
+COLLIDING_CLAIM = "v5j8nnafvuut61"
 
 
 @pytest.mark.parametrize("field", ["resourceClaimName", "resourceClaimTemplateName"])
 async def test_attack_4_through_a_resource_claim(clusters: Clusters, field: str) -> None:
     # With vcluster's claim sync on, claim `a` of namespace b-x-c and claim `a-x-b` of c are both
-    # a-x-b-x-c-x-<vcluster> on the host: a pod in b-x-c naming `a` must not share c's allocated device (or get a
+    # COLLIDING_CLAIM on the host: a pod in b-x-c naming `a` must not share c's allocated device (or get a
     # claim from c's template). The pod waits, with the conflict named at once, until b-x-c's own copy is there.
     res = RESOURCECLAIMS if field == "resourceClaimName" else RESOURCECLAIMTEMPLATES
     kind = res.singular
@@ -359,21 +362,21 @@ async def test_attack_4_through_a_resource_claim(clusters: Clusters, field: str)
     doc = rc_config()
     doc["sync"]["toHost"] = CLAIM_SYNC
     async with running_syncer(clusters, doc, clock=FakeClock()) as syncer:
-        await host_object(clusters, res, COLLIDING, "the stand-in synced c/a-x-b")
+        await host_object(clusters, res, COLLIDING_CLAIM, "the stand-in synced c/a-x-b")
         await clusters.virtual.create(PODS, claim_pod("thief", "b-x-c", **{field: "a"}), "b-x-c")
         (event,) = await warnings_in(clusters, "b-x-c", "thief", "the conflict's SyncWarning")
-        assert event["message"] == (f'did not sync pod "thief" to host yet: the host {kind} "{COLLIDING}" is the copy '
-                                    f'of {kind} "c/a-x-b", not of "b-x-c/a"')
+        assert event["message"] == (f'did not sync pod "thief" to host yet: the host {kind} "{COLLIDING_CLAIM}" is '
+                                    f'the copy of {kind} "c/a-x-b", not of "b-x-c/a"')
         await no_host_pod(clusters, syncer, host_name("thief", "b-x-c", VCLUSTER))
         await clusters.virtual.delete(res, "a-x-b", "c")
-        await wait_for(clusters.host, res, lambda o: f"{HOST_NS}/{COLLIDING}" not in o, namespace=HOST_NS,
+        await wait_for(clusters.host, res, lambda o: f"{HOST_NS}/{COLLIDING_CLAIM}" not in o, namespace=HOST_NS,
                        timeout=10, what="c's copy deleted with it")
         await clusters.virtual.create(res, {"metadata": {"name": "a"}, **body}, "b-x-c")
         hpods = await wait_for(clusters.host, PODS, lambda o: f"{HOST_NS}/{host_name('thief', 'b-x-c', VCLUSTER)}"
                                in o, namespace=HOST_NS, timeout=10, what="the pod synced with its own claim")
     hpod = hpods[f"{HOST_NS}/{host_name('thief', 'b-x-c', VCLUSTER)}"]
-    assert hpod["spec"]["resourceClaims"] == [{"name": "gpu", field: COLLIDING}]
-    ann = (await clusters.host.get(res, COLLIDING, HOST_NS))["metadata"]["annotations"]
+    assert hpod["spec"]["resourceClaims"] == [{"name": "gpu", field: COLLIDING_CLAIM}]
+    ann = (await clusters.host.get(res, COLLIDING_CLAIM, HOST_NS))["metadata"]["annotations"]
     assert (ann[OBJECT_NAMESPACE], ann[OBJECT_NAME]) == ("b-x-c", "a")
 
 
@@ -381,7 +384,7 @@ async def test_a_host_claim_without_vclusters_annotations_is_used(clusters: Clus
     # Unlike a ConfigMap or Secret, a host claim that names no virtual object is used: vcluster's open-source tree
     # has no ResourceClaim syncer to show what its copies carry, and a tenant cannot create host objects; only a
     # copy of another virtual object is refused (above).
-    hname = f"shared-x-default-x-{VCLUSTER}"
+    hname = "v1je0vm5w19zxx"  # HostNameShort of default/shared in vcluster test (pkg/util/translate)
     await clusters.host.create(RESOURCECLAIMS, {"metadata": {"name": hname}, "spec": {"devices": {"requests": [
         {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}, HOST_NS)
     doc = rc_config()

@@ -342,13 +342,15 @@ def test_service_accounts_synced_by_vcluster_are_used() -> None:
 
 
 @pytest.mark.parametrize(("doc", "want"), [
-    # TestTranslateResourceClaims: "both disabled", "ResourceClaimName only" enabled, both enabled
+    # TestTranslateResourceClaims: "both disabled", "ResourceClaimName only" enabled, both enabled; the names are the
+    # production mappers' (pkg/mappings/resources/resourceclaims.go, resourceclaimtemplates.go: HostNameShort, "v" +
+    # base36(sha256("claim-x-test-ns-x-vc"))[0:13]); the Go test registers HostName mappers and expects `-x-` names
     ({}, [{"name": "a", "resourceClaimName": "claim"}, {"name": "b", "resourceClaimTemplateName": "tpl"}]),
     ({"sync": {"toHost": {"resourceClaims": {"enabled": True}}}},
-     [{"name": "a", "resourceClaimName": "claim-x-test-ns-x-vc"}, {"name": "b", "resourceClaimTemplateName": "tpl"}]),
+     [{"name": "a", "resourceClaimName": "v5mpdlnuw3pkkh"}, {"name": "b", "resourceClaimTemplateName": "tpl"}]),
     ({"sync": {"toHost": {"resourceClaims": {"enabled": True}, "resourceClaimTemplates": {"enabled": True}}}},
-     [{"name": "a", "resourceClaimName": "claim-x-test-ns-x-vc"},
-      {"name": "b", "resourceClaimTemplateName": "tpl-x-test-ns-x-vc"}]),
+     [{"name": "a", "resourceClaimName": "v5mpdlnuw3pkkh"},
+      {"name": "b", "resourceClaimTemplateName": "v5edd4yzj7zd9s"}]),
 ])
 def test_resource_claims(doc: Obj, want: list[Obj]) -> None:
     spec = translate({"resourceClaims": [{"name": "a", "resourceClaimName": "claim"},
@@ -393,18 +395,18 @@ def test_statuses_of_containers_the_host_injected_stay_hidden() -> None:
 
 def test_resource_claim_statuses_name_the_virtual_claims() -> None:
     # diff.go convertResourceClaimStatuses (TestDiffResourceClaimStatus): "Translate mapped resource claim name",
-    # "Keep host name if mapping fails"
+    # "Keep host name if mapping fails"; mapped here only from the host name the syncer gave a claim the pod names
+    # (v58fgvk8mq62cc: HostNameShort of ns/gpu-claim in vcluster vc), never from the name's form
     from syncer.controllers.translate import status_update
-    long = "c" * 60
-    hashed = "c" * 52 + "-"  # a shortened host name cannot be mapped back
-    vpod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}, "status": {}}
+    vpod = {"metadata": {"name": "p", "namespace": "ns"}, "status": {},
+            "spec": {"containers": [], "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"},
+                                                          {"name": "t", "resourceClaimTemplateName": "tpl"}]}}
     hpod = {"status": {"resourceClaimStatuses": [
-        {"name": "gpu", "resourceClaimName": "gpu-claim-x-ns-x-vc"},
-        {"name": "other", "resourceClaimName": "someone-elses"},
-        {"name": "long", "resourceClaimName": hashed + hashlib.sha256(f"{long}-x-ns-x-vc".encode()).hexdigest()[:10]}]}}
+        {"name": "gpu", "resourceClaimName": "v58fgvk8mq62cc"},
+        {"name": "t", "resourceClaimName": "p-x-ns-x-vc-t-abcde"},  # generated from the template by the host
+        {"name": "old", "resourceClaimName": "gpu-claim-x-ns-x-vc"}]}}  # the `-x-` form is nobody's copy
     statuses = status_update(hpod, vpod, "vc")["status"]["resourceClaimStatuses"]  # type: ignore[index]
-    assert [s["resourceClaimName"] for s in statuses] == [
-        "gpu-claim", "someone-elses", hashed + hashlib.sha256(f"{long}-x-ns-x-vc".encode()).hexdigest()[:10]]
+    assert [s["resourceClaimName"] for s in statuses] == ["gpu-claim", "p-x-ns-x-vc-t-abcde", "gpu-claim-x-ns-x-vc"]
 
 
 def test_a_bad_priority_class_selector_is_a_config_error_naming_its_path() -> None:

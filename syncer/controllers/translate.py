@@ -90,6 +90,37 @@ def host_pod_name(name: str, namespace: str, vcluster_name: str) -> str:
     return safe_concat_name(name, "x", namespace, "x", vcluster_name)
 
 
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def base36_encode_bytes(data: bytes) -> str:
+    """vcluster's `base36.EncodeBytes` (pkg/util/base36/base36.go `EncodeBytesAsBytes`): `data` as one big-endian
+    number written in base 36 with the digits `0-9a-z` (no leading zero digit), after one `0` for each leading zero
+    byte of `data` (so 32 bytes of a SHA-256 starting with a 0x00 byte give a `0` first)."""
+    value, digits = int.from_bytes(data, "big"), []
+    while value > 0:
+        value, digit = divmod(value, 36)
+        digits.append(_BASE36[digit])
+    zero_bytes = len(data) - len(data.lstrip(b"\0"))
+    return "0" * zero_bytes + "".join(reversed(digits))
+
+
+def host_name_short(name: str, namespace: str, vcluster_name: str) -> str:
+    """The host name vcluster gives a ResourceClaim or ResourceClaimTemplate `namespace/name`: its production mappers
+    are `generic.NewMapper(ctx, &resourcev1.ResourceClaim{}, translate.Default.HostNameShort)` (and the same for
+    `ResourceClaimTemplate`; pkg/mappings/resources/resourceclaims.go, resourceclaimtemplates.go), and
+    `HostNameShort` (pkg/util/translate/single_namespace.go) is `"v"` and the first 13 characters of
+    base36_encode_bytes(sha256("<name>-x-<namespace>-x-<vcluster>")); "" for an empty name. E.g. claim `my-claim`
+    of namespace `default` in vcluster `test` is `vmxp9i7o0awtyx` on the host. Like `<name>-x-<namespace>-x-<vc>`,
+    the joined string is the same for `a` in `b-x-c` and `a-x-b` in `c` (references.not_the_copy tells them apart).
+    vcluster's own translator test (`TestTranslateResourceClaims`) registers its mappers with `HostName` instead,
+    which is why it expects `<name>-x-<namespace>-x-<vc>`."""
+    if not name:
+        return ""
+    digest = hashlib.sha256("-".join((name, "x", namespace, "x", vcluster_name)).encode()).digest()
+    return "v" + base36_encode_bytes(digest)[:13]
+
+
 def host_pod_hostname(name: str) -> str:
     """`spec.hostname` of a host pod whose virtual pod sets none: the virtual name cut to 63 characters,
     every `.` replaced by `-` and trailing `-` trimmed, so it is a DNS-1123 label as a real API server
@@ -203,8 +234,8 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
       `HostAnnotations`: the host pod's own name and namespace);
     - references to ConfigMaps, Secrets and PVCs rewritten to their host names
       (podtranslate.references; returned as the dependencies, in spec order), then, with vcluster's
-      `sync.toHost.resourceClaims`/`resourceClaimTemplates` on, the renamed claims and templates
-      (`translateResourceClaims`), also as dependencies;
+      `sync.toHost.resourceClaims`/`resourceClaimTemplates` on, the claims and templates renamed to vcluster's
+      short host names (host_name_short, `translateResourceClaims`), also as dependencies;
     - spec: the virtual spec without what host admission sets or what names virtual-only objects:
       serviceAccountName, overhead (service-account token projections are left for the reconciler to replace
       with tokens, podtranslate.tokens); priority, enforced tolerations and images (podtranslate.scheduling);
@@ -274,7 +305,7 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
         for key, on, kind in (("resourceClaimName", opts.resource_claims, RESOURCECLAIM),
                               ("resourceClaimTemplateName", opts.resource_claim_templates, RESOURCECLAIMTEMPLATE)):
             if on and isinstance(claim, dict) and isinstance(claim.get(key), str):
-                host_claim = host_pod_name(claim[key], meta["namespace"], vcluster_name)
+                host_claim = host_name_short(claim[key], meta["namespace"], vcluster_name)
                 claims.append(Dependency(kind, claim[key], host_claim, False, f"spec.resourceClaims[{i}].{key}"))
                 claim[key] = host_claim
     if opts.enforce_tolerations:
@@ -317,14 +348,21 @@ def virtual_key_of_host_pod(hpod: Obj) -> str | None:
     return f"{ns}/{name}" if isinstance(name, str) and isinstance(ns, str) and name and ns else None
 
 
-def virtual_claim_name(host_name: str, namespace: str, vcluster_name: str) -> str:
-    """The virtual name of a ResourceClaim from its host name `<name>-x-<namespace>-x-<vcluster>`; a name that is
-    not one (or was shortened with a hash) stays as it is, as vcluster's `convertResourceClaimStatuses` keeps the
-    host name when the mapping fails."""
-    suffix = f"-x-{namespace}-x-{vcluster_name}"
-    if host_name.endswith(suffix):
-        name = host_name[:-len(suffix)]
-        if host_pod_name(name, namespace, vcluster_name) == host_name:
+def virtual_claim_name(host_name: str, vspec: Mapping[str, Any], namespace: str, vcluster_name: str) -> str:
+    """The name a resource-claim status of a host pod gives the virtual pod: `host_name` (a claim in the host
+    namespace) maps back to the claim `c` that virtual pod spec `vspec` names itself (`spec.resourceClaims[]
+    .resourceClaimName`) when `host_name` is the host name the syncer gave it, host_name_short(c, namespace,
+    vcluster_name); any other name stays the host's, as vcluster's `convertResourceClaimStatuses`
+    (translate/diff.go) keeps the host name when the mapping fails ("Keep host name if mapping fails").
+
+    A short name is a hash and cannot be read back, and the claim's own annotations are no proof: vcluster reads the
+    host claim's `vcluster.loft.sh/object-name` (`mappings.HostToVirtual`, generic.TryToTranslateBackByAnnotations),
+    but the claims a status names are the ones the host's resourceclaim controller generated from a template
+    (`<pod>-<claim>-<random>`), whose annotations and labels it copies from the template's `spec.metadata`, which the
+    tenant writes; so only a name the syncer itself wrote into the host pod's spec is mapped, by hashing forward."""
+    for claim in vspec.get("resourceClaims") or []:
+        name = claim.get("resourceClaimName") if isinstance(claim, dict) else None
+        if isinstance(name, str) and name and host_name_short(name, namespace, vcluster_name) == host_name:
             return name
     return host_name
 
@@ -369,7 +407,7 @@ def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
     if vcluster_name and isinstance(hs.get("resourceClaimStatuses"), list):  # host claim names back to virtual ones
         ns = str((vpod.get("metadata") or {}).get("namespace", ""))
         hs["resourceClaimStatuses"] = [
-            {**c, "resourceClaimName": virtual_claim_name(c["resourceClaimName"], ns, vcluster_name)}
+            {**c, "resourceClaimName": virtual_claim_name(c["resourceClaimName"], vspec, ns, vcluster_name)}
             if isinstance(c, dict) and isinstance(c.get("resourceClaimName"), str) else c
             for c in hs["resourceClaimStatuses"]]
     gates = gate_types(vspec)
