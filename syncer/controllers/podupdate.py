@@ -5,7 +5,8 @@ Follows vcluster's pod syncer (`syncer.go`: `Sync`, `resizeHostPodContainerResou
 `ephemeral_containers.go`: `syncEphemeralContainers`; `translate/diff.go`: `Diff`, `calcSpecDiff`,
 `conditionsCopyBidirectional`), with the differences named below.
 
-- container and init container images, virtual -> host: the translated image (`translateImage`);
+- container and init container images, virtual -> host: the translated image (`translateImage`); not the image of
+  the syncer's own `/etc/hosts` init container (podtranslate/hosts.own_container, as vcluster's `calcSpecDiff`);
 - `activeDeadlineSeconds`, virtual -> host: set when the virtual pod sets it (a real server refuses removing it);
 - `schedulingGates`, virtual -> host: the virtual pod's (a gate removed in the virtual cluster goes on the host);
 - tolerations, virtual -> host: the virtual pod's and the enforced ones, then every toleration only the host has
@@ -322,6 +323,9 @@ def plan_update(desired: Obj, host: Obj, vpod: Obj, *, vcluster_name: str) -> Po
     for fld in ("initContainers", "containers"):
         want = {c.get("name"): c.get("image") for c in dspec.get(fld) or []}
         for i, c in enumerate(hspec.get(fld) or []):
+            if fld == "initContainers" and hosts.own_container(c.get("name"), hmeta.get("annotations") or {},
+                                                               (vpod.get("spec") or {}).get("initContainers")):
+                continue  # the /etc/hosts init container keeps the image it started with (vcluster's calcSpecDiff)
             image = want.get(c.get("name"))
             # only an image the virtual pod changed since the last sync: one a host webhook set stays (vcluster's
             # calcSpecDiff sets it back, which restarts the container with an image the host's policy replaced)

@@ -58,3 +58,19 @@ def rewrite_hosts(spec: Obj, annotations: Obj, *, namespace: str, cluster_domain
                 c["volumeMounts"] = [*(c.get("volumeMounts") or []), dict(mount)]
     spec["initContainers"] = [init, *(spec.get("initContainers") or [])]
     annotations[REWRITTEN] = "true"
+
+
+def own_container(name: Any, host_annotations: Mapping[str, Any], virtual_init_containers: Any) -> bool:
+    """Whether init container `name` of a host pod is the syncer's own `vcluster-rewrite-hosts`, whose image an
+    update leaves as it is: the host pod carries `vcluster.loft.sh/hosts-rewritten: "true"` (written by the syncer
+    only: a tenant's `vcluster.loft.sh/` annotations never reach the host, podtranslate/trust.py) and the virtual
+    pod has no init container of that name. vcluster's `calcSpecDiff` (translate/diff.go) skips it the same way
+    (`skipContainers`, on the annotation alone; its diff compares the virtual pod's own containers, which lack it),
+    since a new image of an init container restarts the whole pod: a changed `rewriteHosts.initContainer.image`,
+    `controlPlane.advanced.defaultImageRegistry` or `translateImage` rule, or a new default image, must not restart
+    every running pod with a subdomain. A tenant's own init container of that name is compared as any other (its
+    image is the tenant's to change); with a subdomain the host refuses such a pod at the create anyway (two init
+    containers of one name)."""
+    if name != CONTAINER or host_annotations.get(REWRITTEN) != "true":
+        return False
+    return not any(isinstance(c, dict) and c.get("name") == CONTAINER for c in virtual_init_containers or [])
