@@ -1,5 +1,6 @@
-"""ResourceClaims and ResourceClaimTemplates get vcluster's short host names, through the real path (the syncer over
-HTTP, the stand-in copying the claims as vcluster's claim sync would).
+"""Host names vcluster's mappers give the objects a pod names beyond ConfigMaps, Secrets and PVCs, through the real
+path (the syncer over HTTP, the stand-in copying the claims as vcluster's claim sync would): ResourceClaims and
+ResourceClaimTemplates get vcluster's short host names, and a glusterfs volume's Endpoints the `-x-` name.
 
 vcluster's production mappers of both kinds are `generic.NewMapper(ctx, &resourcev1.ResourceClaim{},
 translate.Default.HostNameShort)` (loft-sh/vcluster HEAD 487667546, pkg/mappings/resources/resourceclaims.go,
@@ -16,7 +17,7 @@ import hashlib
 from typing import Any
 
 from kubesim.vcluster_standin import host_name_short as standin_short
-from syncer.controllers.translate import base36_encode_bytes, host_name_short
+from syncer.controllers.translate import base36_encode_bytes, host_endpoints_name, host_name_short
 from syncer.kube.resources import PODS, RESOURCECLAIMS, RESOURCECLAIMTEMPLATES
 from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc_config, running_syncer
@@ -113,3 +114,26 @@ async def test_a_claim_generated_from_a_template_keeps_its_host_name_whatever_it
         statuses = await claim_statuses(clusters, lambda s: bool(s), "the claim status copied back")
         await syncer.wait_idle()
     assert statuses == [{"name": "gpu", "resourceClaimName": generated}]
+
+
+async def test_a_glusterfs_volume_names_the_host_copy_of_its_endpoints(clusters: Clusters) -> None:
+    # translator.go translateVolumes: `Glusterfs.EndpointsName` (json `endpoints`) through mappings.Endpoints(), whose
+    # mapper is generic.NewMapper(ctx, &corev1.Endpoints{}, translate.Default.HostName) and names default/kubernetes
+    # the vcluster's own Endpoints (pkg/mappings/resources/endpoints.go endpointsMapper.VirtualToHost)
+    p = pod("gluster")
+    p["spec"]["volumes"] = [{"name": "data", "glusterfs": {"endpoints": "gluster-ep", "path": "vol"}},
+                            {"name": "api", "glusterfs": {"endpoints": "kubernetes", "path": "vol", "readOnly": True}}]
+    async with running_syncer(clusters, rc_config()):
+        await clusters.virtual.create(PODS, p, "default")
+        objs = await wait_for(clusters.host, PODS, lambda o: f"{HOST_NS}/gluster-x-default-x-{VCLUSTER}" in o,
+                              namespace=HOST_NS, timeout=10, what="the pod synced without waiting for the Endpoints")
+    volumes = objs[f"{HOST_NS}/gluster-x-default-x-{VCLUSTER}"]["spec"]["volumes"]
+    assert [v.get("glusterfs") for v in volumes[:2]] == [
+        {"endpoints": "gluster-ep-x-default-x-test", "path": "vol"},
+        {"endpoints": "test", "path": "vol", "readOnly": True}]
+
+
+def test_only_default_kubernetes_is_the_vclusters_own_endpoints() -> None:
+    assert host_endpoints_name("kubernetes", "default", "test") == "test"
+    assert host_endpoints_name("kubernetes", "other", "test") == "kubernetes-x-other-x-test"
+    assert host_endpoints_name("ep", "default", "test") == "ep-x-default-x-test"

@@ -121,6 +121,17 @@ def host_name_short(name: str, namespace: str, vcluster_name: str) -> str:
     return "v" + base36_encode_bytes(digest)[:13]
 
 
+def host_endpoints_name(name: str, namespace: str, vcluster_name: str) -> str:
+    """The host name of virtual Endpoints `namespace/name` (a glusterfs volume's `endpoints`), as vcluster's
+    Endpoints mapper gives it (pkg/mappings/resources/endpoints.go: `CreateEndpointsMapper` maps with
+    `translate.Default.HostName`, and `endpointsMapper.VirtualToHost` names `default/kubernetes` the vcluster's own
+    Endpoints, named like the vcluster): `<name>-x-<namespace>-x-<vcluster>` (host_pod_name), or `<vcluster>` for
+    `default/kubernetes`."""
+    if name == "kubernetes" and namespace == "default":
+        return vcluster_name
+    return host_pod_name(name, namespace, vcluster_name)
+
+
 def host_pod_hostname(name: str) -> str:
     """`spec.hostname` of a host pod whose virtual pod sets none: the virtual name cut to 63 characters,
     every `.` replaced by `-` and trailing `-` trimmed, so it is a DNS-1123 label as a real API server
@@ -233,7 +244,8 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
       object-namespace, object-uid, object-kind, object-host-name and object-host-namespace (vcluster's
       `HostAnnotations`: the host pod's own name and namespace);
     - references to ConfigMaps, Secrets and PVCs rewritten to their host names
-      (podtranslate.references; returned as the dependencies, in spec order), then, with vcluster's
+      (podtranslate.references; returned as the dependencies, in spec order; a glusterfs volume's Endpoints renamed
+      too, host_endpoints_name, without a dependency), then, with vcluster's
       `sync.toHost.resourceClaims`/`resourceClaimTemplates` on, the claims and templates renamed to vcluster's
       short host names (host_name_short, `translateResourceClaims`), also as dependencies;
     - spec: the virtual spec without what host admission sets or what names virtual-only objects:
@@ -310,7 +322,8 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
                 claim[key] = host_claim
     if opts.enforce_tolerations:
         spec["tolerations"] = scheduling.add_tolerations(spec.get("tolerations") or [], opts.enforce_tolerations)
-    deps = translate_references(spec, meta["name"], lambda n: host_pod_name(n, meta["namespace"], vcluster_name))
+    deps = translate_references(spec, meta["name"], lambda n: host_pod_name(n, meta["namespace"], vcluster_name),
+                                lambda n: host_endpoints_name(n, meta["namespace"], vcluster_name))
     deps += claims
     hostpath.rewrite_host_paths(spec, hostpath.virtual_path(host_namespace, vcluster_name),
                                 physical=opts.physical_host_paths,

@@ -1,15 +1,21 @@
-"""References to ConfigMaps, Secrets and PersistentVolumeClaims, rewritten to host names (pure).
+"""References to ConfigMaps, Secrets and PersistentVolumeClaims (and Endpoints), rewritten to host names (pure).
 
 Follows vcluster's pod translator (`translator.go`): `translateVolumes` (configMap, secret,
 persistentVolumeClaim and ephemeral volumes, the secretRefs of the iscsi, rbd, flexVolume, cinder, cephfs,
-scaleIO, storageos and csi plugins, azureFile's secretName), `translateProjectedVolume` (configMap and
-secret sources), `TranslateContainerEnv` (envFrom, env[].valueFrom configMapKeyRef/secretKeyRef, for init,
-app and ephemeral containers) and `Translate` (imagePullSecrets). A host name is vcluster's
+scaleIO, storageos and csi plugins, azureFile's secretName, glusterfs's endpoints), `translateProjectedVolume`
+(configMap and secret sources), `TranslateContainerEnv` (envFrom, env[].valueFrom configMapKeyRef/secretKeyRef,
+for init, app and ephemeral containers) and `Translate` (imagePullSecrets). A host name is vcluster's
 single-namespace name `<name>-x-<namespace>-x-<vcluster>` (translate.safe_concat_name); an ephemeral
 volume becomes the claim `<pod>-<volume>` that Kubernetes' ephemeral-volume controller creates in the
 virtual cluster (`ephemeral.VolumeClaimName`), as vcluster does.
 
-Each rewritten reference is also returned as a `Dependency`: the host object the host pod needs, unless
+A glusterfs volume's `endpoints` (Go `EndpointsName`) is renamed through vcluster's Endpoints mapper
+(`mappings.Endpoints()`, pkg/mappings/resources/endpoints.go: `<name>-x-<namespace>-x-<vcluster>`, and
+`default/kubernetes` is the vcluster's own, named like the vcluster) and is no `Dependency`: the pod does not wait
+for it, as it waits only for the kinds whose copies the syncer watches (the kubelet retries the mount until the
+Endpoints are there; no Secret is read).
+
+Each other rewritten reference is also returned as a `Dependency`: the host object the host pod needs, unless
 the reference is `optional: true` (the `kube-root-ca.crt` source of the injected `kube-api-access-*` volume
 is a ConfigMap reference like any other). `imagePullSecrets` entries are optional whatever they say: the kubelet
 starts a pod whose pull Secret is missing and tries the pull without it (kubernetes pkg/kubelet/kubelet_pods.go,
@@ -69,6 +75,11 @@ class _Rewriter:
         self.host_name = host_name
         self.deps: list[Dependency] = []
 
+    def rename(self, obj: Any, key: str, host_name: Any) -> None:
+        """Rewrite `obj[key]` (a virtual name) to `host_name(obj[key])`, without a dependency."""
+        if isinstance(obj, dict) and isinstance(obj.get(key), str) and obj[key]:
+            obj[key] = host_name(obj[key])
+
     def ref(self, obj: Any, key: str, kind: str, field: str, optional: bool = False) -> None:
         """Rewrite `obj[key]` (a virtual name) to its host name and record the dependency."""
         if not isinstance(obj, dict) or not isinstance(obj.get(key), str) or not obj[key]:
@@ -78,7 +89,8 @@ class _Rewriter:
         self.deps.append(Dependency(kind, name, obj[key], optional, f"{field}.{key}"))
 
 
-def translate_references(spec: Obj, pod_name: str, host_name: Any) -> list[Dependency]:
+def translate_references(spec: Obj, pod_name: str, host_name: Any,
+                         endpoints_name: Any = None) -> list[Dependency]:
     """Rewrite every reference of a (copied) pod `spec` in place to host names and return the host
     objects it needs, in spec order.
 
@@ -86,6 +98,8 @@ def translate_references(spec: Obj, pod_name: str, host_name: Any) -> list[Depen
         spec: the pod spec to rewrite (mutated).
         pod_name: the virtual pod's name (ephemeral volumes' claim names).
         host_name: maps a virtual object name in the pod's namespace to its host name.
+        endpoints_name: maps the name of an Endpoints object in the pod's namespace to its host name (glusterfs
+            volumes; default `host_name`).
     """
     r = _Rewriter(host_name)
     for i, vol in enumerate(spec.get("volumes") or []):
@@ -107,6 +121,7 @@ def translate_references(spec: Obj, pod_name: str, host_name: Any) -> list[Depen
                 r.ref(src.get(ref_key), "name", SECRET, f"{at}.{plugin}.{ref_key}")
         if isinstance(vol.get("azureFile"), dict):
             r.ref(vol["azureFile"], "secretName", SECRET, f"{at}.azureFile")
+        r.rename(vol.get("glusterfs"), "endpoints", endpoints_name or host_name)
         projected = vol.get("projected")
         if isinstance(projected, dict):
             for j, src in enumerate(projected.get("sources") or []):
