@@ -6,6 +6,9 @@ vcluster's `calcSpecDiff` (loft-sh/vcluster HEAD 487667546, pkg/controllers/reso
 the init container `vcluster-rewrite-hosts` (`HostsRewriteContainerName`) of a host pod annotated
 `vcluster.loft.sh/hosts-rewritten: "true"` (`skipContainers`): a new image of an init container restarts the whole
 pod. The tenant's own init containers are compared as always.
+
+Also here: an update plans no host write for a pod nothing changed on, whatever annotations the pod has of its own
+(the record of synced annotations is the same at the create and at each update).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 from syncer.kube.resources import PODS
 from syncer.kube.wait import wait_for
-from tests.conftest import HOST_NS, VCLUSTER, Clusters, pod, rc_config, running_syncer
+from tests.conftest import HOST_NS, TEST_AGENT, VCLUSTER, Clusters, pod, rc_config, running_syncer
 
 Obj = dict[str, Any]
 HOST_POD = f"db-0-x-default-x-{VCLUSTER}"
@@ -100,3 +103,27 @@ async def test_a_tenants_init_container_of_that_name_on_a_pod_rewritten_later_is
                                                       "value": "mine:2"}], "default", patch_type="json")
         await host_pod(clusters, lambda h: init_images(h) == {"vcluster-rewrite-hosts": "mine:2"}, "mine:2 synced")
         await syncer.wait_idle()
+
+
+async def test_a_pods_own_safe_to_evict_costs_no_host_write_after_the_create(clusters: Clusters) -> None:
+    # The pod sets `cluster-autoscaler.kubernetes.io/safe-to-evict` itself (kept on the host as it is: vcluster's
+    # Translate sets it only when absent); a status change of the host pod (the kubelet's) makes the syncer plan an
+    # update, which must find nothing to write on the host pod: one POST, and the status copied back
+    p = pod("web")
+    p["metadata"]["annotations"] = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false", "team": "a"}
+    hname = f"web-x-default-x-{VCLUSTER}"
+    async with running_syncer(clusters, rc_config()) as syncer:
+        await clusters.virtual.create(PODS, p, "default")
+        await wait_for(clusters.host, PODS, lambda o: f"{HOST_NS}/{hname}" in o, namespace=HOST_NS, timeout=10,
+                       what="web synced")
+        await syncer.wait_idle()
+        await clusters.host.patch(PODS, hname, {"status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "True"}]}}, HOST_NS, subresource="status")
+        await wait_for(clusters.virtual, PODS, lambda o: ((o.get("default/web") or {}).get("status") or {}).get(
+            "conditions"), namespace="default", timeout=10, what="the status copied back (the update planned)")
+        await syncer.wait_idle()
+    hpod = await clusters.host.get(PODS, hname, HOST_NS)
+    assert hpod["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "false"
+    writes = [(method, path) for method, path, agent in clusters.host_server.requests
+              if method in ("POST", "PUT", "PATCH", "DELETE") and "/pods" in path and agent != TEST_AGENT]
+    assert writes == [("POST", f"/api/v1/namespaces/{HOST_NS}/pods")]

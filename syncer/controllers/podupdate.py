@@ -41,18 +41,13 @@ from typing import Any
 from jsonpointer import JsonPointer
 
 from syncer.controllers import translate
-from syncer.controllers.podtranslate import downward, hosts, metadata, scheduling, tokens, trust
+from syncer.controllers.podtranslate import hosts, metadata, scheduling, tokens, trust
 
 Obj = dict[str, Any]
-# Annotations the translation derives: they go to the host as translated, never come back, and are not merged.
-DERIVED_ANNOTATIONS = frozenset({
-    translate.OBJECT_NAME, translate.OBJECT_NAMESPACE, translate.OBJECT_UID, translate.OBJECT_KIND,
-    translate.OBJECT_HOST_NAME, translate.OBJECT_HOST_NAMESPACE,
-    translate.VIRTUAL_RUNTIME_CLASS, translate.DEFAULT_RUNTIME_CLASS, downward.NAME, downward.NAMESPACE, downward.UID,
-    downward.SERVICE_ACCOUNT_NAME,
-    downward.LABELS, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD, metadata.OWNER_REFERENCES,
-    metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS, tokens.STATE_ANNOTATION,
-    translate.SCHEDULING_GATES, metadata.SYNCED_IMAGES})
+# Annotations the translation derives: they go to the host as translated, never come back, and are not merged
+# (translate.DERIVED_ANNOTATIONS, where the create's record of the synced annotations leaves them out too).
+DERIVED_ANNOTATIONS = translate.DERIVED_ANNOTATIONS
+derived_annotation = translate.derived_annotation
 _SYSTEM_LABELS = (translate.MANAGED_BY, translate.NAMESPACE_LABEL)
 RESIZABLE = ("cpu", "memory")
 
@@ -65,11 +60,6 @@ def _host_owned(key: str) -> bool:
     """A derived annotation set when the host pod is created and kept as the host has it from then on: the tokens
     and their renewal state, and the autoscaler's (vcluster sets those only when absent, and never merges them)."""
     return key.startswith(tokens.TOKEN_ANNOTATION_PREFIX) or key in _SET_ONCE
-
-
-def derived_annotation(key: str) -> bool:
-    """True for an annotation the translation derives (DERIVED_ANNOTATIONS, service-account tokens)."""
-    return key in DERIVED_ANNOTATIONS or key.startswith(tokens.TOKEN_ANNOTATION_PREFIX)
 
 
 FIXED_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
@@ -184,8 +174,7 @@ def merge_metadata(desired: Obj, host: Obj, vpod: Obj, vcluster_name: str) -> tu
             del new_ha[k]
     new_ha.update({k: v for k, v in dmeta["annotations"].items() if derived_annotation(k) and not _host_owned(k)})
     new_ha[metadata.LABELS] = metadata.labels_annotation(new_vl)
-    new_ha[metadata.SYNCED_ANNOTATIONS] = metadata.synced_annotations(
-        {k: v for k, v in new_va.items() if not derived_annotation(k)})
+    new_ha[metadata.SYNCED_ANNOTATIONS] = translate.synced_annotations(new_va)  # as at the create
     return new_vl, new_va, new_hl, new_ha
 
 

@@ -14,7 +14,16 @@ from typing import Any
 
 from jsonpointer import JsonPointer
 
-from syncer.controllers.podtranslate import affinity, downward, environment, hostpath, hosts, metadata, scheduling
+from syncer.controllers.podtranslate import (
+    affinity,
+    downward,
+    environment,
+    hostpath,
+    hosts,
+    metadata,
+    scheduling,
+    tokens,
+)
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import (
     RESOURCECLAIM,
@@ -189,6 +198,28 @@ SCHEDULING_GATES = "runtimeclass-syncer.io/scheduling-gates"
 # computed its own when the pod was created, and from Kubernetes 1.32 refuses a status write that changes it
 # (a host LimitRange can make the host's differ); vcluster keeps the virtual one too.
 VIRTUAL_STATUS_FIELDS = ("qosClass",)
+# Annotations the translation derives: they go to the host as translated, never come back, and are not merged
+# (podupdate.py); vcluster's `GetExcludedAnnotations` (translate/diff.go) excludes its own the same way.
+DERIVED_ANNOTATIONS = frozenset({
+    OBJECT_NAME, OBJECT_NAMESPACE, OBJECT_UID, OBJECT_KIND, OBJECT_HOST_NAME, OBJECT_HOST_NAMESPACE,
+    VIRTUAL_RUNTIME_CLASS, DEFAULT_RUNTIME_CLASS, downward.NAME, downward.NAMESPACE, downward.UID,
+    downward.SERVICE_ACCOUNT_NAME,
+    downward.LABELS, metadata.SAFE_TO_EVICT, metadata.DAEMONSET_POD, metadata.OWNER_REFERENCES,
+    metadata.OWNER_SET_KIND, hosts.REWRITTEN, metadata.SYNCED_ANNOTATIONS, tokens.STATE_ANNOTATION,
+    SCHEDULING_GATES, metadata.SYNCED_IMAGES})
+
+
+def derived_annotation(key: str) -> bool:
+    """True for an annotation the translation derives (DERIVED_ANNOTATIONS, service-account tokens)."""
+    return key in DERIVED_ANNOTATIONS or key.startswith(tokens.TOKEN_ANNOTATION_PREFIX)
+
+
+def synced_annotations(annotations: Mapping[str, Any]) -> str:
+    """The host pod's record of the virtual pod's `annotations` (metadata.SYNCED_ANNOTATIONS, the base of the next
+    three-way merge): the same at the create and after each update, without the derived ones, which the merge
+    leaves out (a pod's own `cluster-autoscaler.kubernetes.io/safe-to-evict`, recorded at the create only, cost a
+    host write at the first update)."""
+    return metadata.synced_annotations({k: v for k, v in annotations.items() if not derived_annotation(k)})
 
 
 @dataclass(frozen=True)
@@ -275,7 +306,7 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
     annotations.update(metadata.owner_annotations(vpod, own_annotations))
     # the bases of the next three-way merge of labels and annotations (podtranslate/metadata.py)
     annotations[metadata.LABELS] = metadata.labels_annotation(meta.get("labels") or {})
-    annotations[metadata.SYNCED_ANNOTATIONS] = metadata.synced_annotations(own_annotations)
+    annotations[metadata.SYNCED_ANNOTATIONS] = synced_annotations(own_annotations)
     if (vpod.get("spec") or {}).get("runtimeClassName"):
         annotations[VIRTUAL_RUNTIME_CLASS] = vpod["spec"]["runtimeClassName"]
     elif default_runtime_class and not forced_runtime_class:
