@@ -275,6 +275,9 @@ NOT_JSON = {  # host class name -> (what the expression returns, where and why i
     "sym": ('Symbol("s")', "result is not JSON data: a symbol"),
     "cyclic": ("(function () { var o = {}; o.self = o; return o; })()",
                "result.self is not JSON data: a cyclic object"),
+    # 3,000 levels passed JSON.stringify and then broke the syncer's decoder (RecursionError: no event, no log)
+    "deep": ("(function () { var a = []; for (var i = 0; i < 3000; i++) a = [a]; return a; })()",
+             "result" + "[0]" * 100 + " nests deeper than 100 levels"),
 }
 
 
@@ -414,3 +417,20 @@ async def test_integers_javascript_cannot_hold_are_refused_naming_where() -> Non
         assert (await patcher.apply(small, small, None))["scheduling"]["tolerations"][0]["tolerationSeconds"] == 31
     finally:
         await patcher.close()
+
+
+async def test_memory_outside_the_heap_cannot_be_taken(clusters: Clusters) -> None:
+    # the engine's memory limit counts V8's heap only: an ArrayBuffer, typed array or WebAssembly.Memory kept in
+    # globalThis grew the process by gigabytes with the 64 MiB limit in force; none of them is JSON data
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+    kinds = ["ArrayBuffer", "SharedArrayBuffer", "Uint8Array", "Float64Array", "DataView", "WebAssembly"]
+    doc = with_patches({"path": 'metadata.annotations["kinds"]',
+                        "expression": "[" + ", ".join(f"typeof {k}" for k in kinds) + "].join()"})
+    patcher = await Patcher.create(parse_config(doc), vcluster_name=VCLUSTER, host_namespace=HOST_NS)
+    assert patcher is not None
+    try:
+        async with running_syncer(clusters, doc, patcher=patcher):
+            objs = await wait_for(clusters.virtual, RUNTIMECLASSES, lambda o: "gvisor" in o, what="gvisor synced")
+    finally:
+        await patcher.close()
+    assert objs["gvisor"]["metadata"]["annotations"]["kinds"] == ",".join(["undefined"] * len(kinds))

@@ -220,7 +220,10 @@ class JSEngine:
         self.evaluations += len(calls)
         if not isinstance(raw, str):
             raise PatchError(f"the expression returned something that is not JSON: {raw!r}")
-        return [r.get("v") for r in json.loads(raw)]
+        try:
+            return [r.get("v") for r in json.loads(raw)]
+        except RecursionError:  # the prelude's checkResult refuses deeper results first; this stays a PatchError
+            raise PatchError("the expression returned a result nested too deeply to decode") from None
 
     async def _eval(self, code: str) -> Any:
         from py_mini_racer import JSOOMException

@@ -112,6 +112,8 @@
     return "an object of type " + (name || "unknown");
   }
 
+  var MAX_DEPTH = 100;
+
   function checkResult(v, where, seen) {
     var t = typeof v;
     if (v === null || v === undefined || t === "boolean" || t === "string") return;
@@ -126,6 +128,8 @@
     if (t !== "object" || (!isArray && proto !== Object.prototype && proto !== null))
       throw new NotJSONError("the result at " + where + " is not JSON data: " + describe(v));
     if (seen.indexOf(v) >= 0) throw new NotJSONError("the result at " + where + " is not JSON data: a cyclic object");
+    if (seen.length >= MAX_DEPTH)  // the syncer's JSON decoder (and any reader of the object) recurses per level
+      throw new NotJSONError("the result at " + where + " nests deeper than " + MAX_DEPTH + " levels");
     seen.push(v);
     if (isArray) {
       for (var i = 0; i < v.length; i++) {
@@ -163,6 +167,12 @@
     current: function () { return current; }
   };
   deepFreeze(VCLUSTER);
+  // Memory outside V8's heap is not held to the engine's memory limit (set_hard_memory_limit counts the heap only):
+  // an expression could keep gigabytes of ArrayBuffer, typed-array or WebAssembly.Memory in globalThis. None of
+  // these is JSON data, so no patch needs them.
+  ["ArrayBuffer", "SharedArrayBuffer", "DataView", "Atomics", "WebAssembly", "Int8Array", "Uint8Array",
+   "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float16Array", "Float32Array",
+   "Float64Array", "BigInt64Array", "BigUint64Array"].forEach(function (name) { delete global[name]; });
   Object.defineProperty(global, "btoa", { value: btoa });
   Object.defineProperty(global, "atob", { value: atob });
   Object.defineProperty(global, "virtualToHostDNS", { value: virtualToHostDNS });
