@@ -954,8 +954,8 @@ LISTED = (
              "syncer/controllers/podupdate.py", "or trust.reserved_annotation(k) or fixed_annotation(k))",
              "or trust.reserved_annotation(k))", ("tests/test_pod_parity.py", "-k", "fixed_once")),
     Mutation("kubesim: AppArmor and mirror pod annotations changed on update", "kubesim/validation.py",
-             '(new.get("metadata") or {}) + pod_specific_annotation_updates(new, old)',
-             '(new.get("metadata") or {})', ("tests/test_api_fidelity.py", "-k", "pod_update_rules")),
+             "validate_pod_metadata_and_spec(new, minor) + pod_specific_annotation_updates(new, old)",
+             "validate_pod_metadata_and_spec(new, minor)", ("tests/test_api_fidelity.py", "-k", "pod_update_rules")),
     Mutation("kubesim: a pod without a class gets no default preemptionPolicy", "kubesim/admission.py",
              'policy = cls.get("preemptionPolicy") if cls is not None else "PreemptLowerPriority"',
              'policy = cls.get("preemptionPolicy") if cls is not None else None',
@@ -1123,6 +1123,12 @@ LISTED = (
     Mutation("kubesim: Secret data that is no base64 accepted", "kubesim/validation.py",
              "            go_base64_length(value)", "            pass",
              ("tests/test_kubesim_fidelity_more.py", "-k", "not_base64")),
+    Mutation("a patch result nested thousands deep breaks the decoder (no PatchFailed)", "syncer/patches/prelude.js",
+             "    if (seen.length >= MAX_DEPTH)", "    if (false)",
+             ("tests/test_patches.py", "-k", "not_json_data_are_patch")),
+    Mutation("typed arrays left in the patch sandbox (memory beyond the heap limit)", "syncer/patches/prelude.js",
+             '.forEach(function (name) { delete global[name]; });', ".forEach(function (name) { });",
+             ("tests/test_patches.py", "-k", "outside_the_heap")),
 )
 
 
