@@ -202,16 +202,11 @@ def _tolerations(desired: Sequence[Any], host: Sequence[Any]) -> list[Any]:
     toleration that a desired one equals but for `tolerationSeconds` is that one changed, not another: it is
     replaced, as the API server allows (pkg/apis/core/validation `validateOnlyAddedTolerations`: an existing
     toleration may change its tolerationSeconds only); kept beside it, the shorter time would still evict the pod
-    (the taint manager takes the smallest)."""
-    return [*desired, *(t for t in host if not any(_same_toleration(_but_seconds(t), _but_seconds(d))
-                                                   for d in desired))]
-
-
-def _but_seconds(toleration: Any) -> Any:
-    """A toleration without its `tolerationSeconds` (itself when it is no object)."""
-    if not isinstance(toleration, dict):
-        return toleration
-    return {k: v for k, v in toleration.items() if k != "tolerationSeconds"}
+    (the taint manager takes the smallest). Linear in the number of tolerations (`scheduling.toleration_key`): a
+    tenant sets as many as it likes (no limit in ValidatePod)."""
+    wanted = {scheduling.toleration_key(d, seconds=False) for d in desired if isinstance(d, dict)}
+    return [*desired, *(t for t in host if (scheduling.toleration_key(t, seconds=False) not in wanted
+                                            if isinstance(t, dict) else t not in desired))]
 
 
 def _resize(desired: Sequence[Any], host: Sequence[Any]) -> list[Obj]:
