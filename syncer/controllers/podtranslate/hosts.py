@@ -7,11 +7,11 @@ name a host Service that does not exist, so `subdomain` is removed; with `sync.t
 `mirror.gcr.io/library/alpine:3.20`; resources from `initContainer.resources`) writes an `/etc/hosts` in which
 the pod's hostname line also names `<hostname>.<subdomain>.<namespace>.svc.<cluster domain>`, on an
 `emptyDir` volume `vcluster-rewrite-hosts` mounted at `/etc/hosts` (subPath `hosts`) in every other app and init
-container; the host pod is annotated `vcluster.loft.sh/hosts-rewritten: "true"`. Not in ephemeral containers
-(**deliberately different:** vcluster mounts it there too, but kube-apiserver refuses a volume mount `subPath` in
-an ephemeral container, `validateEphemeralContainers`: "cannot be set for an Ephemeral Container", so every
-`kubectl debug` of a StatefulSet's pod would be refused by the host; a debug container sees the kubelet's
-`/etc/hosts`). The init container runs as uid/gid
+container; the host pod is annotated `vcluster.loft.sh/hosts-rewritten: "true"`. Not in ephemeral containers, as
+in vcluster: kube-apiserver refuses a volume mount `subPath` in an ephemeral container (`validateEphemeralContainers`:
+"cannot be set for an Ephemeral Container"); vcluster's `hosts.go` loops over ephemeral containers only in
+`Translate`, at the create, where a pod has none, and its `syncEphemeralContainers` adds a debug container with its
+env translated only. A debug container sees the kubelet's `/etc/hosts`. The init container runs as uid/gid
 1001 (vcluster's default when it runs as root), non-root, without privilege escalation or capabilities,
 with the RuntimeDefault seccomp profile, so a `restricted` host namespace admits it.
 A pod annotated `vcluster.loft.sh/disable-subdomain-rewrite: "true"` is left without it (**deliberately
