@@ -19,50 +19,15 @@ from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.resources import PODS, RUNTIMECLASSES
 from syncer.manager import Syncer
 from tests.conftest import HOST_NS, Clusters, eventually, pod, rc, rc_config, running_syncer
+from tests.test_api_fidelity import IS_SUPERSET, TOLERATIONS
 from tests.test_pod_sync import hname, host_pods
 
 Obj = dict[str, Any]
 
 # kubernetes pkg/util/tolerations/tolerations_test.go: the `tolerations` table and TestIsSuperset's expectations
-# (each toleration is a superset of itself and of the names listed, of no other)
-TOLERATIONS: dict[str, Obj] = {
-    "all": {"operator": "Exists"},
-    "all-nosched": {"operator": "Exists", "effect": "NoSchedule"},
-    "all-noexec": {"operator": "Exists", "effect": "NoExecute"},
-    "foo": {"key": "foo", "operator": "Exists"},
-    "foo-bar": {"key": "foo", "operator": "Equal", "value": "bar"},
-    "foo-nosched": {"key": "foo", "operator": "Exists", "effect": "NoSchedule"},
-    "foo-bar-nosched": {"key": "foo", "operator": "Equal", "value": "bar", "effect": "NoSchedule"},
-    "foo-baz-nosched": {"key": "foo", "operator": "Equal", "value": "baz", "effect": "NoSchedule"},
-    "faz-nosched": {"key": "faz", "operator": "Exists", "effect": "NoSchedule"},
-    "faz-baz-nosched": {"key": "faz", "operator": "Equal", "value": "baz", "effect": "NoSchedule"},
-    "foo-prefnosched": {"key": "foo", "operator": "Exists", "effect": "PreferNoSchedule"},
-    "foo-noexec": {"key": "foo", "operator": "Exists", "effect": "NoExecute"},
-    "foo-bar-noexec": {"key": "foo", "operator": "Equal", "value": "bar", "effect": "NoExecute"},
-    "foo-noexec-10": {"key": "foo", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10},
-    "foo-noexec-0": {"key": "foo", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 0},
-    "foo-bar-noexec-10": {"key": "foo", "operator": "Equal", "value": "bar", "effect": "NoExecute",
-                          "tolerationSeconds": 10},
-}
-SUPERSET_OF: dict[str, list[str]] = {
-    "all": ["all-nosched", "all-noexec", "foo", "foo-bar", "foo-nosched", "foo-bar-nosched", "foo-baz-nosched",
-            "faz-nosched", "faz-baz-nosched", "foo-prefnosched", "foo-noexec", "foo-bar-noexec", "foo-noexec-10",
-            "foo-noexec-0", "foo-bar-noexec-10"],
-    "all-nosched": ["foo-nosched", "foo-bar-nosched", "foo-baz-nosched", "faz-nosched", "faz-baz-nosched"],
-    "all-noexec": ["foo-noexec", "foo-bar-noexec", "foo-noexec-10", "foo-noexec-0", "foo-bar-noexec-10"],
-    "foo": ["foo-bar", "foo-nosched", "foo-bar-nosched", "foo-baz-nosched", "foo-prefnosched", "foo-noexec",
-            "foo-bar-noexec", "foo-noexec-10", "foo-noexec-0", "foo-bar-noexec-10"],
-    "foo-bar": ["foo-bar-nosched", "foo-bar-noexec", "foo-bar-noexec-10"],
-    "foo-nosched": ["foo-bar-nosched", "foo-baz-nosched"],
-    "foo-bar-nosched": [],
-    "faz-nosched": ["faz-baz-nosched"],
-    "faz-baz-nosched": [],
-    "foo-noexec": ["foo-noexec", "foo-bar-noexec", "foo-noexec-10", "foo-noexec-0", "foo-bar-noexec-10"],
-    "foo-bar-noexec": ["foo-bar-noexec-10"],
-    "foo-noexec-10": ["foo-noexec-0", "foo-bar-noexec-10"],
-    "foo-noexec-0": [],
-    "foo-bar-noexec-10": [],
-}
+# (each toleration is a superset of itself and of the names listed, of no other), as tests/test_api_fidelity.py holds
+# them for the test API server's MergeTolerations
+SUPERSET_OF: dict[str, list[str]] = {t: s for t, s in IS_SUPERSET if t in TOLERATIONS}
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
              "tolerationSeconds": 300}  # DefaultTolerationSeconds' (plugin/pkg/admission/defaulttolerationseconds)
 UNREACHABLE = {**NOT_READY, "key": "node.kubernetes.io/unreachable"}
