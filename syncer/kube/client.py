@@ -301,6 +301,7 @@ class KubeClient:
         self._proxy = proxy_for(self._base, cfg.proxy)
         self._proxy_headers = cfg.proxy_headers or None
         self._server_hostname = cfg.tls_server_name or None
+        self._timeout = aiohttp.ClientTimeout(total=request_timeout)  # every request's but the watches'
         self.kubeconfig: tuple[str, bytes] | None = None
         # The library's pool (its TLS settings and connection limit) without its per-request env lookups
         self._session = aiohttp.ClientSession(connector=api.rest_client.pool_manager.connector,
@@ -390,13 +391,16 @@ class KubeClient:
                     accept: str = "application/json",
                     timeout: aiohttp.ClientTimeout | float | None = None) -> aiohttp.ClientResponse:
         headers = {**self._headers, "Accept": accept, "Content-Type": content_type}
-        label = self._resource_label(res, subresource)
         query = list(query or [])
-        if not isinstance(timeout, aiohttp.ClientTimeout):
-            timeout = aiohttp.ClientTimeout(total=timeout if timeout is not None else self.request_timeout)
+        if timeout is None:
+            timeout = self._timeout
+        elif not isinstance(timeout, aiohttp.ClientTimeout):
+            timeout = aiohttp.ClientTimeout(total=timeout)
         try:
-            # the library's authentication: a bearer token (refreshed by its hooks), or nothing with certs
-            await self.api.update_params_for_auth(headers, query, ["BearerToken"])
+            # the library's authentication: a bearer token (refreshed by its hooks), or nothing with certs (the
+            # library adds nothing without a "BearerToken" key, and calls its refresh hook only with one)
+            if "BearerToken" in self.api.configuration.api_key:
+                await self.api.update_params_for_auth(headers, query, ["BearerToken"])
             url = self._base + path + ("?" + urllib.parse.urlencode(query) if query else "")
             resp = await self._session.request(
                 method, url, headers=headers, timeout=timeout, proxy=self._proxy, proxy_headers=self._proxy_headers,
@@ -404,11 +408,11 @@ class KubeClient:
                 data=None if body is None else body if isinstance(body, bytes) else jsonutil.dumps(body))
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise ApiError(0, "ConnectionError", str(e) or type(e).__name__, cluster=self.cluster, verb=verb,
-                           resource=label) from e
+                           resource=self._resource_label(res, subresource)) from e
         if resp.status >= 400:
             raw = await resp.read()
             resp.release()
-            raise self._error(verb, label, resp, raw)
+            raise self._error(verb, self._resource_label(res, subresource), resp, raw)
         return resp
 
     def _error(self, verb: str, label: str, resp: aiohttp.ClientResponse, raw: bytes) -> ApiError:
@@ -426,22 +430,21 @@ class KubeClient:
 
     async def _json(self, verb: str, res: APIResource, method: str, path: str, **kw: Any) -> Obj:
         resp = await self._send(verb, res, method, path, **kw)
-        label = self._resource_label(res, kw.get("subresource"))
         try:
             raw = await resp.read()
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise ApiError(0, "ConnectionError", str(e) or type(e).__name__, cluster=self.cluster, verb=verb,
-                           resource=label) from e
+                           resource=self._resource_label(res, kw.get("subresource"))) from e
         finally:
             resp.release()
         try:
             data = jsonutil.loads(raw) if raw else {}
         except ValueError as e:
             raise ApiError(resp.status, "BadResponse", f"response is not JSON: {e}", cluster=self.cluster,
-                           verb=verb, resource=label) from e
+                           verb=verb, resource=self._resource_label(res, kw.get("subresource"))) from e
         if not isinstance(data, dict):
             raise ApiError(resp.status, "BadResponse", "response is not a JSON object", cluster=self.cluster,
-                           verb=verb, resource=label)
+                           verb=verb, resource=self._resource_label(res, kw.get("subresource")))
         return data
 
     @staticmethod
