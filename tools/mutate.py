@@ -42,7 +42,8 @@ class Mutation:
 
 LISTED = (
     Mutation("request_timeout ignored", "syncer/kube/client.py",
-             "timeout if timeout is not None else self.request_timeout", "timeout",
+             "self._timeout = aiohttp.ClientTimeout(total=request_timeout)",
+             "self._timeout = aiohttp.ClientTimeout(total=None)",
              ("tests/test_reliability.py", "-k", "hung")),
     Mutation("default token audiences cut to one", "syncer/controllers/podtranslate/tokens.py",
              'DEFAULT_AUDIENCES = ("https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc",\n'
