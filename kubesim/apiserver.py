@@ -33,7 +33,7 @@ import jsonpatch
 import yaml
 from aiohttp import web
 
-from kubesim import admission, features, fielderrors, openapi, tokens, validation
+from kubesim import admission, features, fielderrors, openapi, quantity, tokens, validation
 from kubesim.faults import FaultInjector
 from kubesim.status import StatusError, already_exists, conflict, invalid, kind_conflict, not_found, options_invalid
 from kubesim.storage import Change, Expired, Obj, Storage, Watcher
@@ -416,7 +416,7 @@ class EmbeddedAPIServer:
     async def _token_request(self, request: web.Request, ns: str, name: str) -> web.Response:
         """`serviceaccounts/token` (TokenRequest), see tokens.py."""
         _dry_run(request.query.getall("dryRun", []), "CreateOptions")
-        body = await self._body(request)
+        body = await self._body(request, "TokenRequest")
         admission.admit_namespace_lifecycle(SERVICEACCOUNTS, name, ns, self.storage.get(NAMESPACES, "", ns))
         sa = self._get(SERVICEACCOUNTS, ns, name)
         req = body if isinstance(body, dict) else {}
@@ -697,14 +697,39 @@ class EmbeddedAPIServer:
 
     # ------------------------------------------------------------------ writes
 
-    async def _body(self, request: web.Request) -> Any:
+    async def _body(self, request: web.Request, kind: str = "") -> Any:
+        """The request body, decoded as kube-apiserver reads it for a `kind` object (create, replace; "" for patches
+        and DeleteOptions): JSON by `quantity.loads` (the strings written with an escape and the numbers' text kept
+        for `resource.Quantity`, as a create, a replace, a merge and a JSON patch reach UnmarshalJSON with the raw
+        literal; a strategic merge patch as Go writes it again), YAML as sigs.k8s.io/yaml turns it into JSON (Go's
+        `json.Marshal`) for the same decoder. A body Go's JSON
+        scanner refuses though Python's reads it (`NaN`, `Infinity`) is a 400 in the handler's words:
+        `transformDecodeError` (handlers/rest.go; `SimpleMetaFactory.Interpret` fails before the kind is known) on a
+        create or replace, `error decoding patch: ...` for a merge patch (`jsonPatcher.applyJSPatch` strictly decodes
+        it first unless `fieldValidation=Ignore`, then `MergePatch`'s "Invalid JSON Patch"), the bare SyntaxError for
+        a JSON patch (`jsonpatch.DecodePatch`) and a strategic merge patch (`strategicPatchObject`)."""
         raw = await request.read()
         if not raw:
             return None
         try:
             if "yaml" in request.content_type:
-                return yaml.safe_load(raw)
-            return json.loads(raw)
+                return quantity.mark_go_escapes(yaml.safe_load(raw))
+            return quantity.loads(raw, literal=request.content_type != "application/strategic-merge-patch+json")
+        except quantity.JSONSyntaxError as e:
+            ctype = request.content_type
+            if request.method == "PATCH" and ctype == "application/merge-patch+json":
+                ignore = request.query.get("fieldValidation") == "Ignore"
+                raise StatusError(400, "Invalid JSON Patch" if ignore else f"error decoding patch: {e}") from None
+            if request.method == "PATCH":
+                raise StatusError(400, str(e)) from None
+            problem = f"couldn't get version/kind; json parse error: {e}"
+            if not kind:
+                raise StatusError(400, problem) from None
+            summary = raw[:30].decode("utf-8", "replace") + (" ..." if len(raw) > 30 else "")
+            if not raw.startswith(b"{"):  # summarizeData: hex unless a JSON object
+                summary = raw[:30].hex() + (" ..." if len(raw) > 30 else "")
+            raise StatusError(400, f"the object provided is unrecognized (must be of type {kind}): {problem} "
+                                   f"({summary})") from None
         except (ValueError, yaml.YAMLError) as e:
             raise StatusError(400, f"the request body could not be decoded: {e}") from None
 
@@ -750,7 +775,7 @@ class EmbeddedAPIServer:
                                           if user.startswith("system:serviceaccount:")
                                           else ["system:masters", "system:authenticated"])}}}, status=201)
         dry = _dry_run(request.query.getall("dryRun", []), "CreateOptions")
-        obj = self._decodable(res, self._check_type(res, await self._body(request)))
+        obj = self._decodable(res, self._check_type(res, await self._body(request, res.kind)))
         return _json_response(self._create_obj(res, ns, obj, dry_run=dry), status=201)
 
     def _create_obj(self, res: APIResource, ns: str, obj: Obj, dry_run: bool = False) -> Obj:
@@ -822,7 +847,7 @@ class EmbeddedAPIServer:
     async def _replace(self, request: web.Request, res: APIResource, ns: str, name: str,
                        sub: str | None) -> web.Response:
         dry = _dry_run(request.query.getall("dryRun", []), "UpdateOptions")
-        body = self._decodable(res, self._check_type(res, await self._body(request)))
+        body = self._decodable(res, self._check_type(res, await self._body(request, res.kind)))
         old = self._get(res, ns, name)
         if res in _CONDITIONAL_UPDATE_ONLY and not body["metadata"].get("resourceVersion"):
             # apiserver pkg/registry/generic/registry/store.go Update: the uint64 0 as %#v, the plural as the kind
@@ -1012,7 +1037,7 @@ class EmbeddedAPIServer:
         PodScheduled condition; a pod being deleted, bound already or with scheduling gates is a 409 Conflict on
         `pods/binding`, and so is a Binding whose `metadata.uid` is not the pod's (a precondition)."""
         dry = _dry_run(request.query.getall("dryRun", []), "CreateOptions")
-        body = await self._body(request)
+        body = await self._body(request, "Binding")
         if not isinstance(body, dict):
             raise StatusError(400, f"not a Binding object: {body!r}")
         admission.admit_namespace_lifecycle(PODS, name, ns, self.storage.get(NAMESPACES, "", ns))

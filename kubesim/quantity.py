@@ -13,8 +13,14 @@ reading of quantities (syncer/patches/fields.py), so that the tests check the sy
   nothing (`0.5` -> `500m`, `1000m` -> `1`, `1.5Gi` -> `1536Mi`, `1024Mi` -> `1Gi`); a binary value below 1024 in
   magnitude, or not whole, is written as decimal SI. An input the integer fast path of `ParseQuantity` finds
   canonical already is written back exactly as it came (`100m`, `1Gi`, even `+1` or `1.`: Go keeps the string).
-- A JSON number is read as its text (here: Python's text of it, so a float written `1e3` reads as `1000.0`); JSON
-  null is the zero quantity, written `0`.
+- `UnmarshalJSON` reads the raw JSON literal, not the decoded string: it drops the quotes, trims Go's spaces
+  (`strings.TrimSpace`: ASCII `\t\n\v\f\r ` and `unicode.IsSpace`, not Python's U+001C..U+001F) and parses the rest.
+  So a string written with any escape (`"\t1"`, `"\u001c1"`, even `"\u0031"`) is refused with ErrFormatWrong
+  (`parseQuantityString` stops at the backslash), while a string holding U+00A0 or U+3000 as they are is trimmed. The
+  test server's body decoder (`loads`) marks the strings written with an escape (`EscapedString`) and keeps the text
+  of a number Go would write otherwise (`JSONNumber`: `1e3`, `1.0`, `1e4294967296`, whose exponent suffix.go cuts to
+  int32: 1); a plain Python value is taken as Go's `json.Marshal` writes it. JSON null is the zero quantity, written
+  `0`. JSON has no NaN or Infinity: a body holding one is refused before any quantity is read (`loads`).
 
 `kubesim/qos.py` has its own lenient `parse_quantity` for the QoS class; this module is the exact one, for what is
 validated and stored.
@@ -23,7 +29,12 @@ validated and stored.
 from __future__ import annotations
 
 import json
+import json.decoder
+import json.scanner
+import math
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 DECIMAL_SI = "DecimalSI"
@@ -68,6 +79,24 @@ class Quantity:
     def sign(self) -> int:
         """-1, 0 or 1."""
         return (self.unscaled > 0) - (self.unscaled < 0)
+
+    def value(self) -> Fraction:
+        """The exact value."""
+        return Fraction(self.unscaled) * Fraction(10) ** self.exp10
+
+    def cmp(self, other: Quantity) -> int:
+        """`Cmp`: -1, 0 or 1 by value, whatever the format or text (`apiequality.Semantic` compares quantities
+        with `a.Cmp(b) == 0`, k8s.io/apimachinery pkg/api/equality/semantic.go)."""
+        a, b = self.value(), other.value()
+        return (a > b) - (a < b)
+
+    def round_up(self, scale: int) -> Quantity:
+        """`RoundUp(scale)` (quantity.go): a value finer than 10**scale rounded away from zero to it, the kept text
+        dropped; one already at that scale or coarser unchanged, its text kept. What core/v1 `SetDefaults_ResourceList`
+        does to every quantity of a pod's ResourceLists (scale -3, milli)."""
+        if self.exp10 >= scale:
+            return self
+        return Quantity(self.scaled_value(scale), scale, self.format)
 
     def cmp_int(self, n: int) -> int:
         """Compare with the integer `n` (-1, 0, 1), as `CmpInt64`."""
@@ -238,9 +267,116 @@ def parse(s: str) -> Quantity:
     return Quantity(unscaled if positive else -unscaled, exp10, fmt)
 
 
+# strings.TrimSpace: ASCII spaces, then unicode.IsSpace (Python's str.strip also takes U+001C..U+001F, Go does not)
+GO_SPACE = ("\t\n\v\f\r \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B))
+            + "\u2028\u2029\u202f\u205f\u3000")
+# what Go's json.Marshal writes as an escape (encoding/json encodeState.string, HTML-safe): a value holding one reaches
+# UnmarshalJSON with a backslash when it went through Go (a YAML body, a Go client)
+_GO_ESCAPED = frozenset({*(chr(c) for c in range(0x20)), '"', "\\", "<", ">", "&", "\u2028", "\u2029"})
+
+
+class EscapedString(str):
+    """A JSON string the body wrote with an escape (`\\t`, `\\u0031`, ...): its raw literal, which is what
+    `UnmarshalJSON` parses, has a backslash."""
+
+
+class JSONNumber(float):
+    """A JSON number whose literal (`text`) is not what Go's `json.Marshal` writes for its float64 value (`1e3`,
+    `1.0`, `1e4294967296`): `UnmarshalJSON` parses the literal."""
+
+    text: str
+
+    def __new__(cls, text: Any) -> JSONNumber:
+        number = super().__new__(cls, text)
+        number.text = str(text)
+        return number
+
+
+class JSONSyntaxError(ValueError):
+    """A body Go's encoding/json refuses though Python's json reads it; the message is Go's `SyntaxError`."""
+
+
+def _constant(name: str) -> Any:
+    """Python's json reads `NaN`, `Infinity` and `-Infinity`; Go's scanner stops at their first letter."""
+    if name.startswith("-"):
+        raise JSONSyntaxError(f"invalid character '{name[1]}' in numeric literal")
+    raise JSONSyntaxError(f"invalid character '{name[0]}' looking for beginning of value")
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    return value if math.isfinite(value) and go_float_text(value) == text else JSONNumber(text)
+
+
+def _string(s: str, end: int, strict: bool = True) -> tuple[str, int]:
+    value, after = json.decoder.scanstring(s, end, strict)  # type: ignore[attr-defined]
+    return (EscapedString(value) if "\\" in s[end:after - 1] else value), after
+
+
+def loads(text: str | bytes, literal: bool = True) -> Any:
+    """`json.loads` for a request body, keeping what `UnmarshalJSON` of a quantity reads from the raw literal: strings
+    written with an escape come back as `EscapedString` (only when the body has a backslash at all: the pure-Python
+    scanner is slower), numbers Go would write otherwise as `JSONNumber`. With `literal` False, the body as Go holds
+    it once decoded into a `map[string]interface{}` and written again by `json.Marshal` (a strategic merge patch:
+    `strategicPatchObject`, then `FromUnstructured`, which marshals each quantity for its UnmarshalJSON): plain values,
+    the strings Go escapes marked (`mark_go_escapes`).
+
+    Raises:
+        JSONSyntaxError: `NaN`, `Infinity` or `-Infinity`, with Go's words for it.
+        ValueError: what Python's json refuses.
+    """
+    doc = text if isinstance(text, str) else text.decode()  # Go reads UTF-8 only (no BOM, no UTF-16)
+    if not literal:
+        return mark_go_escapes(json.JSONDecoder(parse_constant=_constant).decode(doc))
+    decoder = json.JSONDecoder(parse_float=_number, parse_constant=_constant)
+    if "\\" in doc:
+        decoder.parse_string = _string  # type: ignore[attr-defined]
+        decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    return decoder.decode(doc)
+
+
+def mark_go_escapes(value: Any) -> Any:
+    """A YAML body's data as kube-apiserver reads it (sigs.k8s.io/yaml `YAMLToJSON`, then the JSON decoder): each
+    string Go's `json.Marshal` writes with an escape marked `EscapedString` (in place in dicts and lists)."""
+    if isinstance(value, str):
+        return EscapedString(value) if any(c in _GO_ESCAPED for c in value) else value
+    if isinstance(value, dict):
+        for k, v in value.items():
+            value[k] = mark_go_escapes(v)
+    elif isinstance(value, list):
+        value[:] = [mark_go_escapes(v) for v in value]
+    return value
+
+
+def go_float_text(value: float) -> str:
+    """The text Go's `json.Marshal` writes for a float64 (encoding/json `floatEncoder.encode`): the shortest digits,
+    `%f`-style unless the magnitude is below 1e-6 or at least 1e21, then `%e`-style with `e-07` written `e-7`.
+
+    Raises:
+        QuantityError: NaN or an infinity (`json: unsupported value: NaN`).
+    """
+    if not math.isfinite(value):
+        name = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")  # strconv.FormatFloat 'g'
+        raise QuantityError(f"json: unsupported value: {name}")
+    d = Decimal(repr(value)).normalize()
+    if value == 0 or 1e-6 <= abs(value) < 1e21:
+        return format(d, "f")
+    sign, digits, exp = d.as_tuple()
+    assert isinstance(exp, int)
+    e = exp + len(digits) - 1
+    mantissa = str(digits[0]) + ("." + "".join(map(str, digits[1:])) if len(digits) > 1 else "")
+    exponent = f"{'-' if e < 0 else '+'}{abs(e):02d}"
+    if exponent.startswith("-0"):
+        exponent = "-" + exponent[2:]
+    return f"{'-' if sign else ''}{mantissa}e{exponent}"
+
+
 def from_json(value: Any) -> Quantity:
-    """`UnmarshalJSON` of a decoded JSON value: a string (surrounding whitespace trimmed), a number as its text, null
-    as zero; anything else is its JSON text, which does not parse.
+    """`UnmarshalJSON` of a decoded JSON value (see the module docstring): null is zero; a string written with an
+    escape is refused (ErrFormatWrong: `parseQuantityString` stops at the backslash of the raw literal), and so is one
+    holding a character JSON cannot hold unescaped (a control character, `"`, `\\`); any other string is trimmed of
+    Go's spaces and parsed; a number is parsed from its literal (`JSONNumber.text`, else Go's text of it); anything
+    else is its JSON text, which does not parse.
 
     Raises:
         QuantityError: as `parse`.
@@ -248,12 +384,18 @@ def from_json(value: Any) -> Quantity:
     if value is None:
         return Quantity(0, 0, "")
     if isinstance(value, str):
-        text = value
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, EscapedString) or any(c < " " or c in '"\\' for c in value):
+            raise QuantityError(FORMAT_WRONG)
+        return parse(value.strip(GO_SPACE))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         text = json.dumps(value)
+    elif isinstance(value, JSONNumber):
+        text = value.text
+    elif isinstance(value, float):
+        text = go_float_text(value)
     else:
-        text = repr(value)
-    return parse(text.strip())
+        text = str(value)
+    return parse(text)
 
 
 def stored(value: Any) -> str:

@@ -1,0 +1,114 @@
+"""kubesim refuses what kube-apiserver refuses and accepts what it accepts, round 2: a pod's overhead compared with its
+RuntimeClass's by value, PodSecurity's `latest` as the server's own version, bound service-account tokens refused once
+their objects are gone, and quantities read from the raw JSON literal. Each case names the Go it follows and goes over
+real HTTP (the project's client, or aiohttp for bodies the client would not write)."""
+
+from __future__ import annotations
+
+import time
+import types
+from typing import Any
+
+import aiohttp
+import pytest
+
+from kubesim import quantity, tokens
+from kubesim.tokens import whoami
+from syncer.kube.client import ApiError
+from syncer.kube.resources import NAMESPACES, PODS, RUNTIMECLASSES, SECRETS, SERVICEACCOUNTS
+from tests.conftest import Clusters, eventually, pod, rc
+
+Obj = dict[str, Any]
+NS = "default"
+FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+MISMATCH = "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"
+WITHOUT = "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
+PSA = "pod-security.kubernetes.io/enforce"
+
+
+async def refusal(coro: Any) -> tuple[int, str]:
+    with pytest.raises(ApiError) as err:
+        await coro
+    return err.value.status, err.value.message
+
+
+# ---------------------------------------------------------------------------------------------- quantities in bodies
+
+async def post(c: Clusters, body: bytes, path: str = "/apis/node.k8s.io/v1/runtimeclasses",
+               method: str = "POST", content_type: str = "application/json") -> tuple[int, Obj]:
+    async with aiohttp.ClientSession() as http, http.request(method, f"{c.host_server.url}{path}", data=body,
+                                                             headers={"Content-Type": content_type}) as r:
+        return r.status, await r.json()
+
+
+def rc_body(value: str) -> bytes:
+    """A RuntimeClass whose cpu overhead is the JSON literal `value`, written as it is."""
+    return ('{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"x"},"handler":"runsc",'
+            '"overhead":{"podFixed":{"cpu":' + value + "}}}").encode()
+
+
+BAD_RC = 'RuntimeClass in version "v1" cannot be handled as a RuntimeClass: '
+
+
+@pytest.mark.parametrize("literal", [r'"\t1"', r'"\u001c1"', r'"1\n"', r'"\u0031"', r'"\u00a01"', r'"1\/"'])
+async def test_a_quantity_written_with_an_escape_is_refused(clusters: Clusters, literal: str) -> None:
+    # quantity.go UnmarshalJSON gets the raw literal (encoding/json literalStore hands an Unmarshaler the bytes
+    # as written): it drops the quotes and trims spaces, and parseQuantityString stops at the backslash
+    status, body = await post(clusters, rc_body(literal))
+    assert (status, body["message"]) == (400, BAD_RC + FORMAT_WRONG)
+
+
+@pytest.mark.parametrize(("literal", "stored"), [
+    ('"\u00a01"', "1"), ('"\u30001"', "1"), ('" 1 "', "1"), ("1e3", "1e3"), ("1e4294967296", "1e4294967296"),
+    ("1.0", "1"), ("0.5", "500m"), ("1E-3", "1E-3"), ("1.5E-3", "1500e-6"), ("-0", "0")])
+async def test_a_quantity_is_read_from_its_literal(clusters: Clusters, literal: str, stored: str) -> None:
+    # Go's spaces (strings.TrimSpace) trimmed from a string written without escapes; a number parsed from its text,
+    # so 1e3 and 1E-3 are kept as written (DecimalExponent, canonical already) and the exponent of 1e4294967296 is cut
+    # to int32 (suffix.go interpret: int32(parsed) is 0), a value of 1 whose text ParseQuantity keeps
+    status, body = await post(clusters, rc_body(literal))
+    assert (status, body["overhead"]["podFixed"]["cpu"]) == (201, stored), body
+
+
+async def test_nan_and_infinity_are_not_json(clusters: Clusters) -> None:
+    # Python's json reads NaN and Infinity, Go's encoding/json does not: SimpleMetaFactory.Interpret fails before the
+    # kind is known, and the create handler's transformDecodeError names the body (summarizeData: 30 bytes)
+    for literal, char in (("NaN", "'N' looking for beginning of value"),
+                          ("-Infinity", "'I' in numeric literal")):
+        status, body = await post(clusters, rc_body(literal))
+        assert (status, body["message"]) == (400, (
+            "the object provided is unrecognized (must be of type RuntimeClass): couldn't get version/kind; json parse "
+            f'error: invalid character {char} ({rc_body(literal)[:30].decode()} ...)'))
+    # a merge patch is decoded strictly first (jsonPatcher.applyJSPatch, fieldValidation Warn by default)
+    await clusters.host.create(RUNTIMECLASSES, rc("y", "runsc"))
+    status, body = await post(clusters, b'{"overhead":{"podFixed":{"cpu":NaN}}}',
+                              "/apis/node.k8s.io/v1/runtimeclasses/y", "PATCH", "application/merge-patch+json")
+    assert (status, body["message"]) == (400, "error decoding patch: invalid character 'N' looking for beginning of "
+                                              "value")
+
+
+async def test_a_merge_patch_keeps_the_literal_and_a_strategic_one_does_not(clusters: Clusters) -> None:
+    # evanphx/json-patch MergePatch keeps each value's raw bytes (lazyNode), so UnmarshalJSON sees "\u0031";
+    # strategicPatchObject decodes the patch into a map and FromUnstructured marshals each quantity again: "1"
+    await clusters.host.create(RUNTIMECLASSES, rc("y", "runsc"))
+    path = "/apis/node.k8s.io/v1/runtimeclasses/y"
+    patch = rb'{"overhead":{"podFixed":{"cpu":"\u0031"}}}'
+    status, body = await post(clusters, patch, path, "PATCH", "application/merge-patch+json")
+    assert (status, FORMAT_WRONG in body["message"]) == (422, True), body
+    status, body = await post(clusters, patch, path, "PATCH", "application/strategic-merge-patch+json")
+    assert (status, body["overhead"]["podFixed"]) == (200, {"cpu": "1"}), body
+    status, body = await post(clusters, rb'{"overhead":{"podFixed":{"cpu":"\t1"}}}', path, "PATCH",
+                              "application/strategic-merge-patch+json")
+    assert (status, FORMAT_WRONG in body["message"]) == (422, True), body
+
+
+def test_python_values_are_read_as_go_writes_them() -> None:
+    # a plain value (a YAML body's) reaches UnmarshalJSON as Go's json.Marshal writes it: a control character as an
+    # escape, a float64 in its shortest form (1e-07 as 1e-7, 1000.0 as 1000); NaN is no JSON at all
+    for text in ("\t1", "\x1c1", "1\x1f"):
+        with pytest.raises(quantity.QuantityError, match="regular expression"):
+            quantity.from_json(text)
+    assert quantity.stored("\xa01") == quantity.stored("1\u3000") == "1"
+    assert [quantity.go_float_text(f) for f in (1000.0, 1e-7, 1.5e-7, 1e21, 0.1, -0.0, 1e20)] == [
+        "1000", "1e-7", "1.5e-7", "1e+21", "0.1", "-0", "100000000000000000000"]
+    with pytest.raises(quantity.QuantityError, match="unsupported value: NaN"):
+        quantity.from_json(float("nan"))
