@@ -2,7 +2,8 @@
 
 Only what the syncer's behaviour depends on, modelled on kube-apiserver:
 - RuntimeClass admission (KEP-585, plugin/pkg/admission/runtimeclass): on pod create, an unknown
-  class is refused, `spec.overhead` is set from the class (a different one is refused), the class's
+  class is refused, `spec.overhead` is set from the class (a different one is refused, compared by value; one the class
+  does not define is refused by the plugin's `Validate`), the class's
   `scheduling.nodeSelector` is merged into the pod's (a conflicting key is refused) and its tolerations
   merged with the pod's as `tolerations.MergeTolerations` merges them (only the broader of two overlapping ones
   kept). Messages are the plugin's.
@@ -28,7 +29,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from kubesim import features, fielderrors, qos, validation
+from kubesim import features, fielderrors, qos, quantity, validation
 from kubesim.status import StatusError, forbidden, invalid
 from kubesim.tokens import kube_api_access_volume
 from syncer.controllers import podsecurity
@@ -137,8 +138,24 @@ def validate_update(res: APIResource, new: Obj, old: Obj) -> None:
         raise invalid(res, old["metadata"]["name"], errs)
 
 
+def same_resources(a: Any, b: Any) -> bool:
+    """`apiequality.Semantic.DeepEqual` of two ResourceLists (k8s.io/apimachinery pkg/api/equality/semantic.go): the
+    same names, each quantity equal by value (`Cmp`, so `500m` equals `0.5`); nil and empty are equal. Both decoded
+    already (a value that does not parse is unequal)."""
+    a, b = a or {}, b or {}
+    if not isinstance(a, dict) or not isinstance(b, dict) or a.keys() != b.keys():
+        return False
+    try:
+        return all(quantity.from_json(a[k]).cmp(quantity.from_json(b[k])) == 0 for k in a)
+    except quantity.QuantityError:
+        return False
+
+
 def admit_runtime_class(pod: Obj, get_runtime_class: Callable[[str], Obj | None]) -> None:
-    """KEP-585 RuntimeClass admission on pod create; mutates `pod` or raises 403 StatusError."""
+    """KEP-585 RuntimeClass admission on pod create (plugin/pkg/admission/runtimeclass/admission.go `Admit`:
+    `prepareObjects`, `setOverhead`, `setScheduling`); mutates `pod` or raises 403 StatusError. A pod's overhead is
+    compared with the class's by value (`apiequality.Semantic.DeepEqual`, `same_resources`), the pod's as decoded
+    (rounded to milli, validation.decode), the class's as stored; the class's then replaces it."""
     spec = pod.get("spec") or {}
     rcn = spec.get("runtimeClassName")
     if not rcn:
@@ -147,11 +164,15 @@ def admit_runtime_class(pod: Obj, get_runtime_class: Callable[[str], Obj | None]
     rc = get_runtime_class(rcn)
     if rc is None:
         raise forbidden(PODS, name, f'pod rejected: RuntimeClass "{rcn}" not found')
-    pod_fixed = (rc.get("overhead") or {}).get("podFixed")
-    if spec.get("overhead") and spec["overhead"] != pod_fixed:
-        raise forbidden(PODS, name, "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead")
-    if pod_fixed:
-        spec["overhead"] = dict(pod_fixed)
+    overhead = rc.get("overhead")
+    if isinstance(overhead, dict):  # setOverhead: nothing to do for a class without an overhead
+        pod_fixed = overhead.get("podFixed")
+        if spec.get("overhead") and not same_resources(pod_fixed, spec["overhead"]):
+            raise forbidden(PODS, name, "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead")
+        if pod_fixed:
+            spec["overhead"] = dict(pod_fixed)
+        else:  # pod.Spec.Overhead = nodeOverhead.PodFixed: nil (or empty, omitted)
+            spec.pop("overhead", None)
     scheduling = rc.get("scheduling") or {}
     selector = dict(spec.get("nodeSelector") or {})
     for key, value in (scheduling.get("nodeSelector") or {}).items():
@@ -168,6 +189,23 @@ def admit_runtime_class(pod: Obj, get_runtime_class: Callable[[str], Obj | None]
         spec["tolerations"] = tolerations
     else:
         spec.pop("tolerations", None)
+
+
+def validate_runtime_class_overhead(pod: Obj, get_runtime_class: Callable[[str], Obj | None]) -> None:
+    """The RuntimeClass plugin's `Validate` (`validateOverhead`), after the pod's validation: a pod with an overhead
+    whose class defines none, or that names no class, is refused (403); one whose overhead differs from its class's
+    (a webhook changed it after `setOverhead`) too."""
+    spec = pod.get("spec") or {}
+    if not spec.get("overhead"):
+        return
+    name = pod["metadata"]["name"]
+    rc = get_runtime_class(spec["runtimeClassName"]) if spec.get("runtimeClassName") else None
+    overhead = rc.get("overhead") if rc is not None else None
+    if not isinstance(overhead, dict):
+        raise forbidden(PODS, name, "pod rejected: Pod Overhead set without corresponding RuntimeClass defined "
+                                    "Overhead")
+    if not same_resources(overhead.get("podFixed"), spec["overhead"]):
+        raise forbidden(PODS, name, "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead")
 
 
 def _toleration(t: Any) -> tuple[str, str, str, str, Any]:

@@ -814,7 +814,10 @@ class EmbeddedAPIServer:
         if res == PODS:
             admission.default_pod(obj)
             namespace = self.storage.get(NAMESPACES, "", ns)
+            # the validating plugins in kube-apiserver's order (AllOrderedPlugins): PodSecurity, then RuntimeClass
             admission.admit_pod_security(obj, ((namespace or {}).get("metadata") or {}).get("labels"))
+            if self.runtime_class_admission:
+                admission.validate_runtime_class_overhead(obj, lambda n: self.storage.get(RUNTIMECLASSES, "", n))
         existing = self.storage.get(res, ns, meta["name"])
         if existing is not None:
             err = already_exists(res, meta["name"])

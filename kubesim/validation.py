@@ -95,6 +95,10 @@ def decode_errors(kind: str, obj: Obj) -> str | None:
                        "type string"
     if kind == "RuntimeClass":
         return _overhead_decode_error(obj.get("overhead"))
+    if kind == "Pod":
+        spec = obj.get("spec")
+        return _resource_list_decode_error(spec.get("overhead"), "PodSpec.spec.overhead") if isinstance(
+            spec, dict) else None
     if kind == "Secret":
         return _secret_decode_error(obj.get("data"))
     return None
@@ -104,11 +108,16 @@ def _overhead_decode_error(overhead: Any) -> str | None:
     """node/v1 `Overhead.podFixed` is a `ResourceList`: each value a `resource.Quantity`, decoded by its
     `UnmarshalJSON` (kubesim/quantity.py), whose error is the decode's."""
     fixed = overhead.get("podFixed") if isinstance(overhead, dict) else None
+    return _resource_list_decode_error(fixed, "Overhead.overhead.podFixed")
+
+
+def _resource_list_decode_error(fixed: Any, field: str) -> str | None:
+    """A `ResourceList` (`field` the Go struct field the JSON decoder names) decoded: each value a `resource.Quantity`
+    read by its `UnmarshalJSON` (kubesim/quantity.py), whose error is the decode's."""
     if fixed is None:
         return None
     if not isinstance(fixed, dict):
-        return f"json: cannot unmarshal {_json_kind(fixed)} into Go struct field Overhead.overhead.podFixed of type " \
-               "v1.ResourceList"
+        return f"json: cannot unmarshal {_json_kind(fixed)} into Go struct field {field} of type v1.ResourceList"
     for value in fixed.values():
         try:
             quantity.from_json(value)
@@ -194,6 +203,8 @@ def decode(kind: str, obj: Obj) -> None:
       (kubesim/quantity.py: `"0.5"` as `"500m"`, `"1000m"` as `"1"`, `"1Gi"` as it is; node/v1 has no defaulter,
       so no rounding to milli as core/v1's `SetDefaults_ResourceList` does);
     - a Secret without a `type` is `Opaque` (`SetDefaults_Secret`, pkg/apis/core/v1/defaults.go);
+    - a Pod's `spec.overhead` quantities rounded up to milli (`SetDefaults_ResourceList`) and written as
+      `resource.Quantity` writes them;
     - a Pod's negative `spec.terminationGracePeriodSeconds` is 1 (since 1.27, kubernetes#115606: the pod conversion
       `Convert_v1_Pod_To_core_Pod`, later its defaulting), on create and on every update.
     Call it after `decode_errors` found nothing."""
@@ -206,6 +217,12 @@ def decode(kind: str, obj: Obj) -> None:
             obj["type"] = "Opaque"
     elif kind == "Pod":
         spec = obj.get("spec")
+        if isinstance(spec, dict) and isinstance(spec.get("overhead"), dict):
+            # SetDefaults_ResourceList (pkg/apis/core/v1/defaults.go, for PodSpec.Overhead in the generated
+            # SetObjectDefaults_Pod): each quantity rounded up to milli, kept as written when nothing was lost
+            spec["overhead"] = {k: str(quantity.from_json(v).round_up(-3)) for k, v in spec["overhead"].items()}
+            if not spec["overhead"]:
+                del spec["overhead"]  # `json:"overhead,omitempty"`: an empty ResourceList is not written back
         if isinstance(spec, dict):
             grace = spec.get("terminationGracePeriodSeconds")
             if isinstance(grace, int) and not isinstance(grace, bool) and grace < 0:

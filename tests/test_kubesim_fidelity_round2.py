@@ -32,6 +32,60 @@ async def refusal(coro: Any) -> tuple[int, str]:
     return err.value.status, err.value.message
 
 
+# ---------------------------------------------------------------------------------------------- RuntimeClass overhead
+
+async def test_a_pods_overhead_is_compared_with_its_classs_by_value(clusters: Clusters) -> None:
+    # plugin/pkg/admission/runtimeclass/admission.go setOverhead: `apiequality.Semantic.DeepEqual(nodeOverhead.PodFixed,
+    # pod.Spec.Overhead)`, whose Quantity equality is `a.Cmp(b) == 0` (apimachinery pkg/api/equality/semantic.go); the
+    # class's own overhead then replaces the pod's. The class is stored canonically ("0.5" as "500m").
+    h = clusters.host
+    await h.create(RUNTIMECLASSES, rc("gvisor", "runsc", overhead={"podFixed": {"cpu": "0.5", "memory": "1Gi"}}))
+    for i, given in enumerate(({"cpu": "0.5", "memory": "1Gi"}, {"cpu": "500m", "memory": "1024Mi"},
+                               {"cpu": 0.5, "memory": "1073741824"})):
+        created = await h.create(PODS, pod(f"p{i}", "gvisor", overhead=given), NS)
+        assert created["spec"]["overhead"] == {"cpu": "500m", "memory": "1Gi"}, given
+    # a different value, a missing or an extra name is refused with the plugin's words
+    for i, given in enumerate(({"cpu": "0.6", "memory": "1Gi"}, {"cpu": "500m"},
+                               {"cpu": "500m", "memory": "1Gi", "pods": "1"})):
+        assert await refusal(h.create(PODS, pod(f"q{i}", "gvisor", overhead=given), NS)) == (
+            403, f'pods "q{i}" is forbidden: {MISMATCH}')
+
+
+async def test_a_pods_overhead_is_rounded_to_milli_before_the_comparison(clusters: Clusters) -> None:
+    # core/v1 SetDefaults_ResourceList rounds the pod's overhead up to milli when the body is decoded (node/v1 has no
+    # defaulter: the class keeps its nano); so a pod repeating the class's "1n" carries 1m, which is not 1n
+    h = clusters.host
+    await h.create(RUNTIMECLASSES, rc("nano", "runsc", overhead={"podFixed": {"cpu": "1n"}}))
+    assert await refusal(h.create(PODS, pod("same", "nano", overhead={"cpu": "1n"}), NS)) == (
+        403, f'pods "same" is forbidden: {MISMATCH}')
+    assert (await h.create(PODS, pod("unset", "nano"), NS))["spec"]["overhead"] == {"cpu": "1n"}
+    # without a class, the rounding is what is stored
+    clusters.virtual_server.runtime_class_admission = False
+    stored = await clusters.virtual.create(PODS, pod("rounded", overhead={"cpu": "1n", "memory": "0.5"}), NS)
+    assert stored["spec"]["overhead"] == {"cpu": "1m", "memory": "500m"}
+
+
+async def test_an_overhead_without_a_class_overhead_is_refused_by_validate(clusters: Clusters) -> None:
+    # admission.go validateOverhead (the plugin's Validate, after the pod's validation): an overhead whose class
+    # defines none, or that names no class at all, is refused with its own words
+    h = clusters.host
+    await h.create(RUNTIMECLASSES, rc("plain", "runsc"))
+    assert await refusal(h.create(PODS, pod("a", "plain", overhead={"cpu": "1"}), NS)) == (
+        403, f'pods "a" is forbidden: {WITHOUT}')
+    assert await refusal(h.create(PODS, pod("b", overhead={"cpu": "1"}), NS)) == (
+        403, f'pods "b" is forbidden: {WITHOUT}')
+    # an empty overhead is no overhead (len(pod.Spec.Overhead) == 0)
+    assert "overhead" not in (await h.create(PODS, pod("c", "plain", overhead={}), NS))["spec"]
+
+
+async def test_a_pod_overhead_that_does_not_decode_is_a_bad_request(clusters: Clusters) -> None:
+    # PodSpec.Overhead is a ResourceList: the typed decode fails first (resource.Quantity.UnmarshalJSON)
+    for given, message in (({"cpu": "lots"}, FORMAT_WRONG), ("1", "json: cannot unmarshal string into Go struct field "
+                                                                  "PodSpec.spec.overhead of type v1.ResourceList")):
+        assert await refusal(clusters.host.create(PODS, pod("p", overhead=given), NS)) == (
+            400, f'Pod in version "v1" cannot be handled as a Pod: {message}')
+
+
 # ---------------------------------------------------------------------------------------------- quantities in bodies
 
 async def post(c: Clusters, body: bytes, path: str = "/apis/node.k8s.io/v1/runtimeclasses",
