@@ -15,7 +15,8 @@ Only what the syncer's behaviour depends on, modelled on kube-apiserver:
   `node.kubernetes.io/not-ready` and `.../unreachable` NoExecute taints gets them for 300 s.
 - PodSecurity (k8s.io/pod-security-admission, through syncer/controllers/podsecurity.py, shared with the syncer's
   `policies.podSecurityStandard` check) on pod create and on the updates the library evaluates (an image changed, a
-  container added), for a namespace labelled `pod-security.kubernetes.io/enforce` (and `enforce-version`); before
+  container added), for a namespace labelled `pod-security.kubernetes.io/enforce` (and `enforce-version`), `latest`
+  being the server's own minor version (`pod_security_refusal`); before
   it, as the pod strategy does on create, AppArmor annotations become fields and a volume without a source becomes
   an emptyDir (`SetDefaults_Volume`, applied before validation as on decode). A namespace whose Pod Security labels
   the library cannot parse is refused (`ValidateNamespace`).
@@ -315,11 +316,28 @@ def admit_default_toleration_seconds(pod: Obj, seconds: int = 300) -> None:
     spec["tolerations"] = tolerations
 
 
-def admit_pod_security(pod: Obj, namespace_labels: Obj | None) -> None:
+def pod_security_refusal(namespace_labels: Obj | None, metadata: Obj, spec: Obj,
+                         minor: int = features.DEFAULT_MINOR) -> str | None:
+    """What PodSecurity in a kube-apiserver of 1.`minor` says of a pod in a namespace with `namespace_labels`, or None
+    when it admits it: `violates PodSecurity "<level>:<version>": <reason> (<detail>), ...` (admission/admission.go
+    `EvaluatePod`, the version as the namespace names it). The server's library (k8s.io/pod-security-admission of the
+    same release) has no check revision newer than its own minor, so `latest` is v1.`minor` there and a pinned
+    `enforce-version` beyond it is evaluated as that (policy/registry.go `EvaluatePod`: `if
+    r.maxVersion.Older(lv.Version) { lv.Version = r.maxVersion }`, `maxVersion` the newest MinimumVersion of the build's
+    checks: v1.32 in release-1.32, v1.34 in release-1.34, v1.35 in release-1.35 and 1.36). podsecurity.refusal evaluates
+    at the library's newest revision instead (what vcluster's own check needs)."""
+    level, version = podsecurity.enforce_policy(namespace_labels)
+    pinned = podsecurity.parse_version(version)
+    found = podsecurity.violations(level, metadata, spec, minor if pinned is None else min(pinned, minor))
+    return f'violates PodSecurity "{level}:{version}": {", ".join(found)}' if found else None
+
+
+def admit_pod_security(pod: Obj, namespace_labels: Obj | None, minor: int = features.DEFAULT_MINOR) -> None:
     """PodSecurity (k8s.io/pod-security-admission `ValidatePod`, through syncer/controllers/podsecurity.py) on pod
-    create: the pod's metadata and spec evaluated at the namespace's `pod-security.kubernetes.io/enforce` level and
-    `enforce-version`; raises 403 `pods "<name>" is forbidden: violates PodSecurity "<level>:<version>": ...`."""
-    why = podsecurity.refusal(namespace_labels, pod["metadata"], pod.get("spec") or {})
+    create in a kube-apiserver of 1.`minor`: the pod's metadata and spec evaluated at the namespace's
+    `pod-security.kubernetes.io/enforce` level and `enforce-version` (`pod_security_refusal`); raises 403
+    `pods "<name>" is forbidden: violates PodSecurity "<level>:<version>": ...`."""
+    why = pod_security_refusal(namespace_labels, pod["metadata"], pod.get("spec") or {}, minor)
     if why is not None:
         raise forbidden(PODS, pod["metadata"]["name"], why)
 
@@ -340,11 +358,12 @@ def significant_pod_update(new: Obj, old: Obj) -> bool:
                for c in containers(new, "ephemeralContainers"))
 
 
-def admit_pod_security_update(new: Obj, old: Obj, namespace_labels: Obj | None) -> None:
+def admit_pod_security_update(new: Obj, old: Obj, namespace_labels: Obj | None,
+                              minor: int = features.DEFAULT_MINOR) -> None:
     """PodSecurity on a pod update (`ValidatePod`, the `status` subresource excepted by the caller): a significant
     update (`significant_pod_update`) is evaluated as a create is; raises 403 with the library's words."""
     if significant_pod_update(new, old):
-        admit_pod_security(new, namespace_labels)
+        admit_pod_security(new, namespace_labels, minor)
 
 
 def admit_namespace_pod_security(ns: Obj, old: Obj | None) -> None:

@@ -815,7 +815,7 @@ class EmbeddedAPIServer:
             admission.default_pod(obj)
             namespace = self.storage.get(NAMESPACES, "", ns)
             # the validating plugins in kube-apiserver's order (AllOrderedPlugins): PodSecurity, then RuntimeClass
-            admission.admit_pod_security(obj, ((namespace or {}).get("metadata") or {}).get("labels"))
+            admission.admit_pod_security(obj, ((namespace or {}).get("metadata") or {}).get("labels"), self.minor)
             if self.runtime_class_admission:
                 admission.validate_runtime_class_overhead(obj, lambda n: self.storage.get(RUNTIMECLASSES, "", n))
         existing = self.storage.get(res, ns, meta["name"])
@@ -930,7 +930,7 @@ class EmbeddedAPIServer:
             _label_namespace_name(new)  # every update, status and finalize too (the v1 defaulting on decode)
         if res == PODS and sub != "status":  # PodSecurity ignores the status subresource only
             namespace = self.storage.get(NAMESPACES, "", old["metadata"]["namespace"]) or {}
-            admission.admit_pod_security_update(new, old, (namespace.get("metadata") or {}).get("labels"))
+            admission.admit_pod_security_update(new, old, (namespace.get("metadata") or {}).get("labels"), self.minor)
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if new == old:
             return old  # a no-op update does not take a new resourceVersion

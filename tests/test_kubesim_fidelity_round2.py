@@ -86,6 +86,61 @@ async def test_a_pod_overhead_that_does_not_decode_is_a_bad_request(clusters: Cl
             400, f'Pod in version "v1" cannot be handled as a Pod: {message}')
 
 
+# ---------------------------------------------------------------------------------------------- PodSecurity's version
+
+async def labelled(c: Clusters, name: str, labels: dict[str, str]) -> None:
+    await c.host.create(NAMESPACES, {"metadata": {"name": name, "labels": labels}})
+
+
+def probe_pod(name: str, ns: str) -> Obj:
+    return {"metadata": {"name": name, "namespace": ns}, "spec": {"containers": [{
+        "name": "app", "image": "nginx:1.27", "livenessProbe": {"httpGet": {"host": "10.0.0.1", "port": 80}}}]}}
+
+
+def sysctl_pod(name: str, ns: str) -> Obj:
+    return pod(name, namespace=ns, securityContext={"sysctls": [{"name": "net.ipv4.tcp_notsent_lowat",
+                                                                   "value": "16384"}]})
+
+
+async def test_latest_is_the_servers_own_version(clusters: Clusters) -> None:
+    # a kube-apiserver of 1.N carries k8s.io/pod-security-admission of release-1.N, whose newest check revision is
+    # v1.32 (1.32, 1.33), v1.34 (1.34) or v1.35 (1.35, 1.36): policy/registry.go EvaluatePod evaluates `latest` there.
+    # check_probe.go (hostProbesAndhostLifecycle) is v1.34's; check_sysctls.go's sysctlsV1Dot37 is the library's
+    # unreleased newest (master): a 1.32 server admits the probe and refuses the sysctl
+    await labelled(clusters, "apps", {PSA: "baseline"})
+    h = clusters.host
+    await h.create(PODS, probe_pod("probe", "apps"), "apps")
+    assert await refusal(h.create(PODS, sysctl_pod("tuned", "apps"), "apps")) == (
+        403, 'pods "tuned" is forbidden: violates PodSecurity "baseline:latest": forbidden sysctls '
+             "(net.ipv4.tcp_notsent_lowat)")
+    clusters.host_server.minor = 34
+    assert await refusal(h.create(PODS, probe_pod("probe2", "apps"), "apps")) == (
+        403, 'pods "probe2" is forbidden: violates PodSecurity "baseline:latest": probe or lifecycle host (container '
+             '"app" uses probe or lifecycle host "10.0.0.1")')
+    clusters.host_server.minor = 36
+    assert await refusal(h.create(PODS, sysctl_pod("tuned2", "apps"), "apps")) == (
+        403, 'pods "tuned2" is forbidden: violates PodSecurity "baseline:latest": forbidden sysctls '
+             "(net.ipv4.tcp_notsent_lowat)")
+
+
+async def test_a_pinned_version_newer_than_the_server_is_evaluated_as_its_latest(clusters: Clusters) -> None:
+    # api/helpers.go ParseVersion takes any v1.x; registry.go EvaluatePod lowers a version newer than maxVersion to it;
+    # the refusal names the version as the namespace pins it (admission.go: nsPolicy.Enforce.String())
+    await labelled(clusters, "pinned", {PSA: "baseline", f"{PSA}-version": "v1.37"})
+    h = clusters.host
+    await h.create(PODS, probe_pod("probe", "pinned"), "pinned")  # 1.32: no probe check at all
+    assert await refusal(h.create(PODS, sysctl_pod("tuned", "pinned"), "pinned")) == (
+        403, 'pods "tuned" is forbidden: violates PodSecurity "baseline:v1.37": forbidden sysctls '
+             "(net.ipv4.tcp_notsent_lowat)")
+    clusters.host_server.minor = 34
+    assert await refusal(h.create(PODS, probe_pod("probe2", "pinned"), "pinned")) == (
+        403, 'pods "probe2" is forbidden: violates PodSecurity "baseline:v1.37": probe or lifecycle host (container '
+             '"app" uses probe or lifecycle host "10.0.0.1")')
+    # an older pin still chooses the older checks
+    await labelled(clusters, "old", {PSA: "baseline", f"{PSA}-version": "v1.33"})
+    await h.create(PODS, probe_pod("probe", "old"), "old")
+
+
 # ---------------------------------------------------------------------------------------------- quantities in bodies
 
 async def post(c: Clusters, body: bytes, path: str = "/apis/node.k8s.io/v1/runtimeclasses",
