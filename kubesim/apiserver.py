@@ -402,11 +402,12 @@ class EmbeddedAPIServer:
 
     def _authenticate(self, authorization: str) -> str:
         """The user of a request: a service account for a bearer token this server issued (401 if it does not
-        verify or has expired), else the static `token` (required when set) or anonymous admin access."""
+        verify, has expired, or its service account or bound pod or Secret is gone or replaced: tokens.invalidated),
+        else the static `token` (required when set) or anonymous admin access."""
         bearer = authorization.removeprefix("Bearer ") if authorization.startswith("Bearer ") else ""
         if bearer.count(".") == 2:
             claims = self.tokens.verify(bearer)
-            if claims is None:
+            if claims is None or tokens.invalidated(claims, self.storage.get) is not None:
                 raise StatusError(401, "Unauthorized", "Unauthorized")
             return str(claims["sub"])
         if self.token and bearer != self.token:

@@ -12,22 +12,25 @@ only this server's tokens verify). The server then accepts them as `Authorizatio
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
 import json
 import secrets
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kubesim import fielderrors
 from kubesim.status import StatusError, kind_conflict, kind_invalid, not_found
 from syncer.kube.client import KubeClient
 from syncer.kube.clock import now_rfc3339
-from syncer.kube.resources import PODS, SECRETS, SELFSUBJECTREVIEWS
+from syncer.kube.resources import PODS, SECRETS, SELFSUBJECTREVIEWS, SERVICEACCOUNTS, APIResource
 
 Obj = dict[str, Any]
 DEFAULT_AUDIENCES = ["https://kubernetes.default.svc.cluster.local"]
+LEEWAY = 60  # go-jose jwt.DefaultLeeway: the clock skew claims.go allows, in seconds
 
 
 def _b64(data: bytes) -> str:
@@ -73,7 +76,10 @@ class TokenIssuer:
                 "status": {"token": f"{head}.{body}.{sig}", "expirationTimestamp": now_rfc3339(expiry)}}
 
     def verify(self, token: str) -> Obj | None:
-        """The claims of a token this server issued that has not expired, or None."""
+        """The claims of a token this server issued that is in its validity, or None. The times are checked as
+        pkg/serviceaccount/claims.go `publickValidate` does (go-jose `Claims.Validate`, which allows
+        `jwt.DefaultLeeway`, a minute): expired once the expiry is more than a minute past, not valid yet while
+        `nbf` is more than a minute ahead. Whether the objects it names still exist is `invalidated`'s question."""
         parts = token.split(".")
         if len(parts) != 3:
             return None
@@ -84,7 +90,49 @@ class TokenIssuer:
             claims: Obj = json.loads(_unb64(parts[1]))
         except ValueError:
             return None
-        return claims if claims.get("exp", 0) > time.time() else None
+        now = time.time()
+        if now - LEEWAY > claims.get("exp", 0) or now + LEEWAY < claims.get("nbf", 0):
+            return None
+        return claims
+
+
+def _deleted_before(obj: Obj, when: float) -> bool:
+    """`obj.DeletionTimestamp != nil && obj.DeletionTimestamp.Time.Before(when)`."""
+    stamp = (obj.get("metadata") or {}).get("deletionTimestamp")
+    if not stamp:
+        return False
+    return dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() < when
+
+
+def invalidated(claims: Obj, get: Callable[[APIResource, str, str], Obj | None]) -> str | None:
+    """Why kube-apiserver refuses a verified token whose bound objects are gone, or None (pkg/serviceaccount/claims.go
+    `validator.Validate`: `serviceAccountValidate`, `secretValidate`, `podValidate`): the service account, and the
+    Secret and the pod the token is bound to, must exist (`get(resource, namespace, name)`), with the uid of the
+    claim, and not be deleted more than a minute ago (a deletionTimestamp, which a graceful delete sets at the end of
+    the grace period, before now minus `jwt.DefaultLeeway`). The answer is then 401 Unauthorized: the reason is only
+    logged (the authenticator's error never reaches the client)."""
+    private = claims.get("kubernetes.io") or {}
+    namespace = str(private.get("namespace") or "")
+    before = time.time() - LEEWAY
+    sa_ref = private.get("serviceaccount") or {}
+    sa = get(SERVICEACCOUNTS, namespace, str(sa_ref.get("name") or ""))
+    if sa is None:
+        return f'serviceaccounts "{sa_ref.get("name")}" not found'
+    if _deleted_before(sa, before):
+        return f"service account {namespace}/{sa_ref.get('name')} has been deleted"
+    if sa["metadata"].get("uid") != sa_ref.get("uid"):
+        return f"service account UID ({sa['metadata'].get('uid')}) does not match claim ({sa_ref.get('uid')})"
+    for claim, res in (("secret", SECRETS), ("pod", PODS)):
+        ref = private.get(claim)
+        if not isinstance(ref, dict):
+            continue
+        obj = get(res, namespace, str(ref.get("name") or ""))
+        if obj is None or _deleted_before(obj, before):
+            return "service account token has been invalidated"
+        if obj["metadata"].get("uid") != ref.get("uid"):
+            return f"{claim} UID ({obj['metadata'].get('uid')}) does not match service account {claim} ref claim " \
+                   f"({ref.get('uid')})"
+    return None
 
 
 def expiration(request: Obj) -> int:

@@ -141,6 +141,87 @@ async def test_a_pinned_version_newer_than_the_server_is_evaluated_as_its_latest
     await h.create(PODS, probe_pod("probe", "old"), "old")
 
 
+# ---------------------------------------------------------------------------------------------- bound tokens
+
+async def bound_token(c: Clusters, sa: str, kind: str, obj: Obj) -> str:
+    answer = await c.host.token_request(NS, sa, {"spec": {"expirationSeconds": 600, "boundObjectRef": {
+        "kind": kind, "apiVersion": "v1", "name": obj["metadata"]["name"], "uid": obj["metadata"]["uid"]}}})
+    return str(answer["status"]["token"])
+
+
+async def unauthorized(c: Clusters, token: str) -> Obj:
+    """The body a request with `token` gets, asserting it is kube-apiserver's 401."""
+    async with aiohttp.ClientSession() as http, http.get(f"{c.host_server.url}/api/v1/namespaces",
+                                                         headers={"Authorization": f"Bearer {token}"}) as r:
+        body: Obj = await r.json()
+        assert r.status == 401
+    return body
+
+
+UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized",
+                "reason": "Unauthorized", "code": 401}
+
+
+async def test_a_token_bound_to_a_deleted_pod_is_refused(clusters: Clusters) -> None:
+    # pkg/serviceaccount/claims.go validator.Validate -> podValidate: the bound pod must exist ("service account
+    # token has been invalidated") with the claim's uid; the authenticator's refusal is a bare 401 Unauthorized
+    h = clusters.host
+    p = await h.create(PODS, pod("p"), NS)
+    token = await bound_token(clusters, "default", "Pod", p)
+    assert await whoami(h, token) == "system:serviceaccount:default:default"
+    await h.delete(PODS, "p", NS, grace_period_seconds=0)
+    await eventually(lambda: clusters.host_server.storage.get(PODS, NS, "p") is None, "the pod gone")
+    assert await unauthorized(clusters, token) == UNAUTHORIZED
+    # a new pod of that name is another pod (podValidate: "pod UID (...) does not match ...")
+    await h.create(PODS, pod("p"), NS)
+    assert (await whoami(h, token)).startswith("an error: HTTP 401")
+
+
+async def test_a_token_of_a_pod_deleted_within_the_leeway_still_works(clusters: Clusters) -> None:
+    # podValidate refuses a pod whose deletionTimestamp is before now minus jwt.DefaultLeeway (a minute): a pod held
+    # by a finalizer, deleted just now, still authenticates
+    h = clusters.host
+    p = pod("held")
+    p["metadata"]["finalizers"] = ["example.com/hold"]
+    created = await h.create(PODS, p, NS)
+    token = await bound_token(clusters, "default", "Pod", created)
+    await h.delete(PODS, "held", NS, grace_period_seconds=0)
+    assert (await h.get(PODS, "held", NS))["metadata"]["deletionTimestamp"]
+    assert await whoami(h, token) == "system:serviceaccount:default:default"
+    await h.patch(PODS, "held", {"metadata": {"finalizers": None}}, NS)
+
+
+async def test_a_token_bound_to_a_deleted_secret_or_of_a_deleted_service_account_is_refused(
+        clusters: Clusters) -> None:
+    # claims.go secretValidate (as podValidate) and serviceAccountValidate: the service account must exist with the
+    # claim's uid, whatever the token is bound to
+    h = clusters.host
+    await h.create(SERVICEACCOUNTS, {"metadata": {"name": "builder"}}, NS)
+    s = await h.create(SECRETS, {"metadata": {"name": "s"}}, NS)
+    token = await bound_token(clusters, "builder", "Secret", s)
+    assert await whoami(h, token) == "system:serviceaccount:default:builder"
+    await h.delete(SECRETS, "s", NS)
+    assert await unauthorized(clusters, token) == UNAUTHORIZED
+    s = await h.create(SECRETS, {"metadata": {"name": "s"}}, NS)
+    token = await bound_token(clusters, "builder", "Secret", s)
+    unbound = (await h.token_request(NS, "builder", {"spec": {}}))["status"]["token"]
+    await h.delete(SERVICEACCOUNTS, "builder", NS)
+    await h.create(SERVICEACCOUNTS, {"metadata": {"name": "builder"}}, NS)  # another one of that name
+    for t in (token, unbound):
+        assert await unauthorized(clusters, t) == UNAUTHORIZED
+
+
+async def test_an_expired_token_is_accepted_for_the_leeway_only(clusters: Clusters,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # claims.go publickValidate: go-jose's Claims.Validate allows jwt.DefaultLeeway (a minute) past the expiry
+    token = (await clusters.host.token_request(NS, "default", {"spec": {"expirationSeconds": 600}}))["status"]["token"]
+    start = time.time()
+    monkeypatch.setattr(tokens, "time", types.SimpleNamespace(time=lambda: start + 600 + 50))
+    assert await whoami(clusters.host, token) == "system:serviceaccount:default:default"
+    monkeypatch.setattr(tokens, "time", types.SimpleNamespace(time=lambda: start + 600 + 70))
+    assert await unauthorized(clusters, token) == UNAUTHORIZED
+
+
 # ---------------------------------------------------------------------------------------------- quantities in bodies
 
 async def post(c: Clusters, body: bytes, path: str = "/apis/node.k8s.io/v1/runtimeclasses",
