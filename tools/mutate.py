@@ -219,7 +219,7 @@ LISTED = (
              '        if w.role == "for":  # the object is gone', '        if False:  # the object is gone',
              ("tests/test_token_renewal.py", "-k", "deleted")),
     Mutation("the host namespace's PodSecurity level ignored", "kubesim/admission.py",
-             "    why = podsecurity.refusal(namespace_labels, pod[\"metadata\"], pod.get(\"spec\") or {})",
+             "    why = pod_security_refusal(namespace_labels, pod[\"metadata\"], pod.get(\"spec\") or {}, minor)",
              "    why = None",
              ("tests/test_host_admission.py", "-k", "restricted_host")),
     # from an outside-style sample of 23 single-line changes of the controllers, each against the whole suite
@@ -1167,6 +1167,22 @@ LISTED = (
              "    annotations[metadata.SYNCED_ANNOTATIONS] = synced_annotations(own_annotations)",
              "    annotations[metadata.SYNCED_ANNOTATIONS] = metadata.synced_annotations(own_annotations)",
              ("tests/test_init_image_update.py", "-k", "safe_to_evict")),
+    Mutation("kubesim: a pod's overhead compared to its class's as text (0.5 against 500m refused)",
+             "kubesim/admission.py",
+             "        return all(quantity.from_json(a[k]).cmp(quantity.from_json(b[k])) == 0 for k in a)",
+             "        return all(a[k] == b[k] for k in a)",
+             ("tests/test_kubesim_fidelity_round2.py", "-k", "by_value")),
+    Mutation("kubesim: PodSecurity's latest is the library's newest, not the server's version", "kubesim/admission.py",
+             "podsecurity.violations(level, metadata, spec, minor if pinned is None else min(pinned, minor))",
+             "podsecurity.violations(level, metadata, spec, pinned)",
+             ("tests/test_kubesim_fidelity_round2.py", "-k", "latest or pinned")),
+    Mutation("kubesim: a token bound to a deleted pod still authenticates", "kubesim/apiserver.py",
+             "            if claims is None or tokens.invalidated(claims, self.storage.get) is not None:",
+             "            if claims is None:", ("tests/test_kubesim_fidelity_round2.py", "-k", "deleted")),
+    Mutation("kubesim: an escaped quantity literal accepted (Go's UnmarshalJSON sees the backslash)",
+             "kubesim/quantity.py",
+             "        if isinstance(value, EscapedString) or any(c < \" \" or c in '\"\\\\' for c in value):",
+             "        if False:", ("tests/test_kubesim_fidelity_round2.py", "-k", "escape")),
 )
 
 
