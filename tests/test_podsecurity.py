@@ -361,6 +361,8 @@ def test_the_policy_version_changes_what_is_allowed() -> None:
 @pytest.mark.parametrize(("value", "minor"), [
     ("v1.0", 0), ("v1.37", 37), ("v1.100", 100), ("latest", None), ("v1.", None), ("v1.01", None), ("v1.-1", None),
     ("v1.\u0661", None),  # an Arabic-Indic one: the library's `^v1\.([0-9]|[1-9][0-9]*)$` is ASCII only
+    # ParseVersion's strconv.Atoi fails beyond a 64-bit int: not a version (the label is refused as such)
+    ("v1.9223372036854775807", 9223372036854775807), ("v1.9223372036854775808", None),
 ])
 def test_parse_version(value: str, minor: int | None) -> None:
     assert ps.parse_version(value) == minor

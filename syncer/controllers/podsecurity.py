@@ -645,9 +645,10 @@ def violations(level: str, metadata: Obj, spec: Obj, minor: int | None = None) -
 
 
 def parse_version(value: str) -> int | None:
-    """`ParseVersion`: `v1.<minor>` as the minor number; `latest`, and anything it cannot parse, as None (latest)."""
+    """`ParseVersion`: `v1.<minor>` as the minor number; `latest`, and anything it cannot parse (its `strconv.Atoi`
+    fails beyond a 64-bit int), as None (latest)."""
     if value.startswith("v1.") and value[3:].isdigit() and value[3:].isascii() \
-            and (value[3:] == "0" or not value[3:].startswith("0")):
+            and (value[3:] == "0" or not value[3:].startswith("0")) and int(value[3:]) < 2 ** 63:
         return int(value[3:])
     return None
 
