@@ -6,6 +6,10 @@ the virtual pod; the tokens go into a host pod annotation, or with `useSecretsFo
 Secret `<host name of <pod>-sa-token>`, which the host pod then owns so that it goes with the pod. A Secret
 written for a pod that never reached the host is deleted with the virtual pod.
 
+A pod whose projections could not fit where their tokens go (the host's 256 KiB of annotations, 1 MiB of Secret
+data: podtranslate/tokens.py `oversize`) gets none: `apply` raises TokenProjectionsTooLarge before the first
+request, and the pod reconciler refuses it.
+
 Tokens live `lifetime` seconds and are renewed in place once 80% of it has passed (`renew_if_due`, called by
 the pod reconciler, which looks again when the next renewal is due); a failed renewal is retried with backoff,
 counted in `runtimeclass_syncer_token_renewals_total{result="failed"}` and named in `/readyz` until one works
@@ -51,6 +55,12 @@ class TokenSecretTaken(ReconcileError):
     """Another object holds the name of a pod's token Secret (`ServiceAccountTokens.secret_name`): a virtual Secret
     `<pod>-sa-token` synced by vcluster, or the token Secret of a pod whose name and namespace join to the same
     name. The pod is not created until the name is free; its reconciler tells the tenant."""
+
+
+class TokenProjectionsTooLarge(ReconcileError):
+    """A pod's token projections could not fit where their tokens go, whatever tokens it got (`tokens.oversize`):
+    the host would refuse the pod or its token Secret, so no token is requested. The message is the SyncWarning
+    that refuses the pod; the pod reconciler records it and does not retry (a change of the pod looks again)."""
 
 
 class ServiceAccountTokens:
@@ -100,6 +110,7 @@ class ServiceAccountTokens:
         Secret first; returns its name (to be owned by the host pod once it exists), else None.
 
         Raises:
+            TokenProjectionsTooLarge: the tokens could not fit where they go (nothing was requested).
             ApiError: a TokenRequest or the Secret write failed.
             ReconcileError: the virtual API server answered without a token.
         """
@@ -107,12 +118,16 @@ class ServiceAccountTokens:
         if not sources:
             return None
         meta = vpod["metadata"]
+        refusal = tokens.oversize(meta["name"], len(sources), desired["metadata"]["annotations"],
+                                  secret=self.use_secrets)
+        if refusal is not None:
+            raise TokenProjectionsTooLarge(refusal)
         answers = [(src, await self._request(vpod, src.audiences, src.expiration)) for src in sources]
         issued = [(src, token) for src, (token, _) in answers]
         name = self.secret_name(meta["namespace"], meta["name"]) if self.use_secrets else None
         data, where = tokens.apply_tokens(
             desired["spec"], desired["metadata"]["annotations"], issued, secret_name=name,
-            suffix=lambda: secrets.token_hex(4), pod_spec=vpod.get("spec") or {})
+            suffix=lambda: secrets.token_hex(tokens.SUFFIX_LENGTH // 2), pod_spec=vpod.get("spec") or {})
         if self.lifetime:
             # `where` has one key per source, in the order of `issued`
             expirations = {k: src.expiration for k, src in zip(where, sources, strict=True) if src.expiration}

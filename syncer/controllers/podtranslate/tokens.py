@@ -44,6 +44,20 @@ requests each projection's own `expirationSeconds` (vcluster asks ten years what
 longer or defaulted value (the API server sets one hour on every projection that has none:
 `SetDefaults_ServiceAccountTokenProjection` in kubernetes' pkg/apis/core/v1/defaults.go) leaves the lifetime to
 `--token-lifetime`, which the platform team chose.
+
+**Too many tokens.** Tokens go where the host limits their size: kube-apiserver refuses an object whose annotations
+(keys and values) take more than 256 KiB (`ValidateAnnotationsSize`, `TotalAnnotationSizeLimitB = 256 * 1024`) and
+a Secret whose data values take more than 1 MiB (`ValidateSecret`, `MaxSecretSize = 1 * 1024 * 1024`). A pod whose
+projections could not fit there whatever tokens it got is refused before any token is requested (`oversize`), as
+the host would refuse it after them (vcluster requests them all, on every retry). The count is a lower bound:
+`MIN_TOKEN_BYTES`, the shortest token a TokenRequest bound to a pod can get from kube-apiserver
+(pkg/serviceaccount/claims.go `Claims`, signed by go-jose): a header with only `alg` (no `kid`), claims `aud`, `exp`,
+`iat`, `iss`, `nbf`, `sub` and `kubernetes.io` (namespace, service account and pod, each name one character, the
+two uids the API server's 36-character UUIDs; no `jti`, no node), a one-character issuer and audience, and an ES256
+signature (64 bytes, the shortest kube-apiserver makes), each part base64url-encoded: 480 bytes. In annotation
+mode each token also takes its annotation's key, `vcluster.loft.sh/token-` and 8 random characters (511 bytes a
+token, so at most 513 tokens fit a pod without other annotations); the pod's other annotations count too, the
+renewal state's does not (a lower bound). Real tokens are longer (an RS256 signature alone is 342 characters).
 """
 
 from __future__ import annotations
@@ -68,6 +82,37 @@ MIN_EXPIRATION = 600  # the least a projection or TokenRequest may ask (Validate
 STATE_ANNOTATION = "runtimeclass-syncer.io/token-renewal"
 FILE_MODE = 0o644  # a projected volume's defaultMode when it sets none (SetDefaults_ProjectedVolumeSource); vcluster's
 OWNER_ONLY = 0o600  # the kubelet's token file of a pod with an fsGroup or one runAsUser (projected.go collectData)
+SUFFIX_LENGTH = 8  # random characters after TOKEN_ANNOTATION_PREFIX (vcluster's, RandomString(8))
+# What the host holds (kube-apiserver): the keys and values of an object's annotations (apimachinery
+# ValidateAnnotationsSize: TotalAnnotationSizeLimitB = 256 * 1024) and the data values of a Secret (pkg/apis/core/
+# validation ValidateSecret: MaxSecretSize = 1 * 1024 * 1024), in bytes
+ANNOTATIONS_LIMIT = 256 * 1024
+SECRET_DATA_LIMIT = 1024 * 1024
+
+
+def _b64_length(size: int) -> int:
+    """The characters of `size` bytes in unpadded base64url, as a JWS encodes each part (RFC 7515)."""
+    return (4 * size + 2) // 3
+
+
+def _json_length(value: Any) -> int:
+    """The bytes of `value` in compact JSON (Go's encoding/json, which go-jose uses, writes no spaces)."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+_UUID = "00000000-0000-0000-0000-000000000000"  # the length of every uid the API server gives (uuid.NewUUID)
+# the shortest header and claims of a token bound to a pod (module docstring, "Too many tokens"); go-jose writes a
+# single audience as a string
+_SHORTEST_HEADER = {"alg": "ES256"}
+_SHORTEST_CLAIMS = {"aud": "a", "exp": 1_000_000_000, "iat": 1_000_000_000, "iss": "a", "nbf": 1_000_000_000,
+                    "sub": "system:serviceaccount:a:a", "kubernetes.io": {
+                        "namespace": "a", "pod": {"name": "a", "uid": _UUID},
+                        "serviceaccount": {"name": "a", "uid": _UUID}}}
+_ES256_SIGNATURE = 64  # bytes: r and s of P-256, 32 each (RFC 7518 3.4)
+# the least bytes a token takes: header.claims.signature (480), and in annotation mode with its key (511)
+MIN_TOKEN_BYTES = (_b64_length(_json_length(_SHORTEST_HEADER)) + 1 + _b64_length(_json_length(_SHORTEST_CLAIMS)) +
+                   1 + _b64_length(_ES256_SIGNATURE))
+MIN_TOKEN_ANNOTATION_BYTES = len(TOKEN_ANNOTATION_PREFIX) + SUFFIX_LENGTH + MIN_TOKEN_BYTES
 
 
 @dataclass(frozen=True)
@@ -138,6 +183,27 @@ def token_file_mode(spec: Obj, volume: Obj) -> int:
         return OWNER_ONLY if user == 0 else FILE_MODE  # the file is root's: another user reads it as others do
     mode = (volume.get("projected") or {}).get("defaultMode")
     return mode if isinstance(mode, int) and not isinstance(mode, bool) else FILE_MODE
+
+
+def annotations_size(annotations: dict[str, Any]) -> int:
+    """The bytes the host counts of an object's annotations: each key's and value's (ValidateAnnotationsSize; Go's
+    `len` of a string is its UTF-8 bytes)."""
+    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+
+
+def oversize(pod: str, count: int, annotations: dict[str, Any], *, secret: bool) -> str | None:
+    """The SyncWarning that refuses pod `pod` when the tokens of its `count` token projections could not fit where
+    they go, whatever tokens it got (module docstring, "Too many tokens"), else None: with `secret` (Secret mode) in
+    its token Secret's data, else in the host pod's annotations beside its other `annotations` (the host pod's)."""
+    if secret:
+        need, limit, where = count * MIN_TOKEN_BYTES, SECRET_DATA_LIMIT, "of its token secret's data"
+    else:
+        need = count * MIN_TOKEN_ANNOTATION_BYTES + annotations_size(annotations)
+        limit, where = ANNOTATIONS_LIMIT, "of host pod annotations, its other annotations included"
+    if need <= limit:
+        return None
+    return (f'did not sync pod "{pod}" to host because its {count} service-account token projections would need at '
+            f"least {need} bytes {where}, over the host's limit of {limit} bytes: use fewer token projections")
 
 
 def token_request(audiences: tuple[str, ...] | list[str], pod_name: str, pod_uid: str, lifetime: int) -> Obj:
