@@ -5,11 +5,15 @@ podtranslate/tokens.py "Too many tokens")."""
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import pytest
 
 from syncer.controllers.podtranslate import tokens
+from syncer.kube.client import DEFAULT_USER_AGENT
+from syncer.kube.clock import FakeClock
 from syncer.kube.resources import PODS
 from syncer.manager import Syncer
 from tests.conftest import HOST_NS, Clusters, eventually, pod, rc_config, running_syncer
@@ -26,6 +30,7 @@ SECRET_LIMIT = 1048576
 # 64 bytes (86); in annotation mode with its key `vcluster.loft.sh/token-` and 8 random characters (31)
 MIN_TOKEN = 480
 MIN_TOKEN_ANNOTATION = 511
+LIFETIME = 600  # the shortest token the API server issues
 
 
 def storm_pod(name: str, count: int) -> Obj:
@@ -154,3 +159,74 @@ async def test_a_pod_under_the_bound_syncs_with_every_token(clusters: Clusters) 
     assert sum(1 for k in ann if k.startswith("vcluster.loft.sh/token-")) == 300
     assert token_requests(clusters) == 300
 
+
+def claims(token: str) -> Obj:
+    body = token.split(".")[1]
+    return dict(json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))))
+
+
+def audience_by_volume(c: Clusters, name: str) -> dict[str, list[str]]:
+    """Volume -> the audiences of the token its file reads (its downward-API item's annotation)."""
+    hp = c.host_server.storage.get(PODS, HOST_NS, hname(name))
+    assert hp is not None
+    ann = hp["metadata"]["annotations"]
+    out = {}
+    for vol in hp["spec"]["volumes"]:
+        for src in vol.get("projected", {}).get("sources", []):
+            if "downwardAPI" in src:
+                (item,) = src["downwardAPI"]["items"]
+                key = item["fieldRef"]["fieldPath"].removeprefix("metadata.annotations['").removesuffix("']")
+                out[vol["name"]] = claims(ann[key])["aud"]
+    return out
+
+
+def count_in_flight(monkeypatch: pytest.MonkeyPatch, syncer: Syncer) -> list[int]:
+    """Count the TokenRequests the syncer has on their way at once; returns [now, most, answered]."""
+    client = syncer.pod_reconciler.tokens.virtual
+    request = client.token_request
+    seen = [0, 0, 0]
+
+    async def counted(*args: Any, **kwargs: Any) -> Obj:
+        seen[0] += 1
+        seen[1] = max(seen[:2])
+        try:
+            return await request(*args, **kwargs)
+        finally:
+            seen[0] -= 1
+            seen[2] += 1
+
+    monkeypatch.setattr(client, "token_request", counted)
+    return seen
+
+
+async def test_a_pods_token_requests_go_out_a_few_at_a_time_and_each_token_to_its_projection(
+        clusters: Clusters, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 20 projections: 20 round trips one after another held a pod worker for all of them; now at most 8 are on
+    # their way at once (each worker sends its next once its last is answered, so 8 start together), and each
+    # token still goes to the file of its own projection, though the first request is answered last
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(), clock=clock, token_lifetime=LIFETIME) as syncer:
+        seen = count_in_flight(monkeypatch, syncer)
+        held = clusters.virtual_server.faults.hold(verb="create", resource="serviceaccounts/token",
+                                                   agent=DEFAULT_USER_AGENT)
+        await clusters.virtual.create(PODS, storm_pod("web", 20), "default")
+        await eventually(lambda: seen[2] == 19, "all TokenRequests but the held one answered")
+        held.release()
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        assert 1 < seen[1] <= 8 and seen[0] == 0
+        assert audience_by_volume(clusters, "web") == {f"t{i}": [f"aud-{i}"] for i in range(20)}
+        first = audience_tokens(clusters, "web")
+        await syncer.wait_idle()
+        # the renewal too, each annotation renewed with its own audience's token
+        seen[1] = 0
+        clock.advance(0.8 * LIFETIME)
+        await eventually(lambda: not set(audience_tokens(clusters, "web")) & set(first), "the tokens renewed")
+        assert 1 < seen[1] <= 8 and seen[0] == 0
+        assert audience_by_volume(clusters, "web") == {f"t{i}": [f"aud-{i}"] for i in range(20)}
+    assert token_requests(clusters) == 40
+
+
+def audience_tokens(c: Clusters, name: str) -> list[str]:
+    hp = c.host_server.storage.get(PODS, HOST_NS, hname(name))
+    assert hp is not None
+    return [v for k, v in hp["metadata"]["annotations"].items() if k.startswith("vcluster.loft.sh/token-")]

@@ -6,9 +6,10 @@ the virtual pod; the tokens go into a host pod annotation, or with `useSecretsFo
 Secret `<host name of <pod>-sa-token>`, which the host pod then owns so that it goes with the pod. A Secret
 written for a pod that never reached the host is deleted with the virtual pod.
 
-A pod whose projections could not fit where their tokens go (the host's 256 KiB of annotations, 1 MiB of Secret
-data: podtranslate/tokens.py `oversize`) gets none: `apply` raises TokenProjectionsTooLarge before the first
-request, and the pod reconciler refuses it.
+A pod's TokenRequests go out CONCURRENT_REQUESTS at a time (vcluster sends them one after another), so that a pod
+with many projections holds a pod worker for a fraction of their round trips. A pod whose projections could not fit
+where their tokens go (the host's 256 KiB of annotations, 1 MiB of Secret data: podtranslate/tokens.py `oversize`)
+gets none: `apply` raises TokenProjectionsTooLarge before the first request, and the pod reconciler refuses it.
 
 Tokens live `lifetime` seconds and are renewed in place once 80% of it has passed (`renew_if_due`, called by
 the pod reconciler, which looks again when the next renewal is due); a failed renewal is retried with backoff,
@@ -27,6 +28,7 @@ only the syncer writes it (the trust boundary drops a tenant's copy, podtranslat
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import re
@@ -49,6 +51,7 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 _SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # a valid Secret data key (ValidateSecret: IsConfigMapKey)
+CONCURRENT_REQUESTS = 8  # a pod's TokenRequests in flight at once
 
 
 class TokenSecretTaken(ReconcileError):
@@ -122,8 +125,8 @@ class ServiceAccountTokens:
                                   secret=self.use_secrets)
         if refusal is not None:
             raise TokenProjectionsTooLarge(refusal)
-        answers = [(src, await self._request(vpod, src.audiences, src.expiration)) for src in sources]
-        issued = [(src, token) for src, (token, _) in answers]
+        answers = await self._request_all(vpod, [(src.audiences, src.expiration) for src in sources])
+        issued = [(src, token) for src, (token, _) in zip(sources, answers, strict=True)]
         name = self.secret_name(meta["namespace"], meta["name"]) if self.use_secrets else None
         data, where = tokens.apply_tokens(
             desired["spec"], desired["metadata"]["annotations"], issued, secret_name=name,
@@ -132,7 +135,7 @@ class ServiceAccountTokens:
             # `where` has one key per source, in the order of `issued`
             expirations = {k: src.expiration for k, src in zip(where, sources, strict=True) if src.expiration}
             desired["metadata"]["annotations"][tokens.STATE_ANNOTATION] = tokens.RenewalState(
-                self._renew_at(seconds for _, (_, seconds) in answers), where, name or "", expirations).encode()
+                self._renew_at(seconds for _, seconds in answers), where, name or "", expirations).encode()
         if name is None:
             return None
         secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": data, "metadata": {
@@ -222,6 +225,27 @@ class ServiceAccountTokens:
         shortest = min([self.lifetime, *(v for v in valid if v is not None and v > 0)])
         return self.clock.wall() + tokens.RENEW_AFTER * shortest
 
+    async def _request_all(self, vpod: Obj, wanted: list[tuple[tuple[str, ...] | list[str], int | None]]
+                           ) -> list[tuple[str, int | None]]:
+        """`_request` for each (audiences, expiration) of `wanted`, CONCURRENT_REQUESTS at a time; the answers in
+        the order of `wanted`. The first failure is raised once the requests still on their way are cancelled (a
+        retry asks for every token again, as one after another did)."""
+        answers: dict[int, tuple[str, int | None]] = {}
+        todo = iter(enumerate(wanted))  # shared: each worker takes the next request once its own is answered
+
+        async def worker() -> None:
+            for i, (audiences, expiration) in todo:
+                answers[i] = await self._request(vpod, audiences, expiration)
+
+        workers = [asyncio.create_task(worker()) for _ in range(min(CONCURRENT_REQUESTS, len(wanted)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()  # the others, after a failure (or a cancel of this reconcile)
+            await asyncio.gather(*workers, return_exceptions=True)
+        return [answers[i] for i in range(len(wanted))]
+
     async def _request(self, vpod: Obj, audiences: tuple[str, ...] | list[str],
                        expiration: int | None) -> tuple[str, int | None]:
         """A token for the virtual pod's service account and `audiences`, bound to the pod, valid for the lifetime
@@ -261,8 +285,9 @@ class ServiceAccountTokens:
         if wait > 0:
             return wait
         try:
-            answers = {k: await self._request(vpod, audiences, state.expirations.get(k))
-                       for k, audiences in state.tokens.items()}
+            keys = list(state.tokens)
+            answers = dict(zip(keys, await self._request_all(vpod, [
+                (state.tokens[k], state.expirations.get(k)) for k in keys]), strict=True))
             fresh = {k: token for k, (token, _) in answers.items()}
             secret = self.secret_name(vmeta["namespace"], vmeta["name"]) if state.secret else ""  # derived
             renewed = tokens.RenewalState(self._renew_at(seconds for _, seconds in answers.values()), state.tokens,
