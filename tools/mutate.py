@@ -105,8 +105,8 @@ LISTED = (
              "        asked = min(self.lifetime, expiration) if self.lifetime and expiration else self.lifetime",
              "        asked = self.lifetime", ("tests/test_token_renewal.py", "-k", "shorter_token")),
     Mutation("a renewal forgets a projection's shorter expirationSeconds", "syncer/controllers/podtokens.py",
-             "            answers = {k: await self._request(vpod, audiences, state.expirations.get(k))",
-             "            answers = {k: await self._request(vpod, audiences, None)",
+             "                (state.tokens[k], state.expirations.get(k)) for k in keys]), strict=True))",
+             "                (state.tokens[k], None) for k in keys]), strict=True))",
              ("tests/test_token_renewal.py", "-k", "shorter_token")),
     Mutation("tokens the server shortened: the next renewal looked at after 80% of the lifetime asked",
              "syncer/controllers/podtokens.py",
@@ -1183,6 +1183,15 @@ LISTED = (
              "kubesim/quantity.py",
              "        if isinstance(value, EscapedString) or any(c < \" \" or c in '\"\\\\' for c in value):",
              "        if False:", ("tests/test_kubesim_fidelity_round2.py", "-k", "escape")),
+    Mutation("a pod whose token projections cannot fit on the host costs every TokenRequest on each retry",
+             "syncer/controllers/podtokens.py", "        if refusal is not None:", "        if False:",
+             ("tests/test_token_storm.py", "-k", "costs_no_token_request")),
+    Mutation("a pod's TokenRequests all at once, not 8 at a time", "syncer/controllers/podtokens.py",
+             "for _ in range(min(CONCURRENT_REQUESTS, len(wanted)))]", "for _ in range(len(wanted))]",
+             ("tests/test_token_storm.py", "-k", "few_at_a_time")),
+    Mutation("a token-projection refusal retried with backoff instead of told once", "syncer/controllers/pods.py",
+             "        except TokenProjectionsTooLarge as e:", "        except ZeroDivisionError as e:",
+             ("tests/test_token_storm.py",)),
 )
 
 

@@ -37,7 +37,7 @@ from typing import Any
 from syncer.config.model import SyncerConfig
 from syncer.config.policy import Policy
 from syncer.controllers import gate, podplan, podsecurity, podupdate, policy, translate
-from syncer.controllers.podtokens import ServiceAccountTokens, TokenSecretTaken
+from syncer.controllers.podtokens import ServiceAccountTokens, TokenProjectionsTooLarge, TokenSecretTaken
 from syncer.controllers.podtranslate import affinity, scheduling, tokens, trust
 from syncer.controllers.podtranslate.options import PodOptions
 from syncer.controllers.podtranslate.references import (
@@ -557,6 +557,9 @@ class PodReconciler:
             return None
         try:
             secret = await self.tokens.apply(vpod, desired)
+        except TokenProjectionsTooLarge as e:  # no token requested; its volumes cannot change: a change of its
+            await self._refuse(vpod, resolution.runtime_class, str(e))  # annotations (or a resync) looks again
+            return None
         except TokenSecretTaken as e:  # retried with backoff; the tenant is told once per cause
             w = self._waiting_since(vpod, self.clock.now())
             message = (f'did not sync pod "{vpod["metadata"]["name"]}" to host because {e}: rename the pod, or the '
