@@ -256,3 +256,16 @@ def test_values_both_yamls_read_alike_are_unchanged() -> None:
     assert _config_errors("{cpu: !!str 1e3}") == []  # an explicit string tag: a string to both
     assert type(yaml_document(b"v: 1e", "x")["v"]) is str
     assert type(yaml_document(b"v: _1e3", "x")["v"]) is str  # resolve.go looks only after a sign, digit or dot
+
+
+def test_a_number_of_thousands_of_digits_is_a_quantity_error_not_a_crash() -> None:
+    # Go's ParseQuantity reads any number of digits; Python's int() raises ValueError beyond 4300, which escaped the
+    # RuntimeClass reconcile (a tenant's copy with such an overhead was never put back): now a QuantityError, so
+    # stored_view compares the text and the copy is restored
+    with pytest.raises(QuantityError, match="more than 4000 digits"):
+        parse_quantity_text("1" * 4301)
+    with pytest.raises(QuantityError):
+        parse_quantity_text("1e" + "9" * 5000)  # beyond int64: strconv.ParseInt's ErrSuffix
+    assert parse_quantity_text("1e" + "0" * 30 + "3") == 1000  # leading zeros: ParseInt reads 3
+    copy = {"handler": "runsc", "overhead": {"podFixed": {"cpu": "1" * 4301}}}
+    assert stored_view(copy)["overhead"]["podFixed"]["cpu"] == "1" * 4301

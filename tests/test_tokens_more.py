@@ -60,6 +60,11 @@ def test_fs_user_is_the_kubelets_fs_user_from() -> None:
     s["initContainers"] = [{"name": "init", "image": "busybox", "securityContext": {"runAsUser": 0}}]
     assert fs_user(s) is None  # init containers count
     assert fs_user(spec({"runAsUser": 0})) == 0
+    # FsUserFrom visits InitContainers|Containers only ("Exclude ephemeral containers"): a debug container kept
+    # from before the host pod existed (parity row 51) does not change the file's owner
+    debugged = spec({"runAsUser": 0})
+    debugged["ephemeralContainers"] = [{"name": "debugger", "image": "busybox", "securityContext": {"runAsUser": 1000}}]
+    assert fs_user(debugged) == 0
 
 
 @pytest.mark.parametrize(("pod_spec", "mode"), [

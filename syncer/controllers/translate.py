@@ -404,11 +404,19 @@ def virtual_claim_name(host_name: str, vspec: Mapping[str, Any], namespace: str,
     but the claims a status names are the ones the host's resourceclaim controller generated from a template
     (`<pod>-<claim>-<random>`), whose annotations and labels it copies from the template's `spec.metadata`, which the
     tenant writes; so only a name the syncer itself wrote into the host pod's spec is mapped, by hashing forward."""
+    return virtual_claim_names(vspec, namespace, vcluster_name).get(host_name, host_name)
+
+
+def virtual_claim_names(vspec: Mapping[str, Any], namespace: str, vcluster_name: str) -> dict[str, str]:
+    """host name -> virtual name of each claim virtual pod spec `vspec` names itself (`virtual_claim_name`'s rule;
+    the first of two that share a host name): built once per status, each claim hashed once, so a pod with
+    thousands of claims and statuses costs linear work (a tenant sets as many as it likes)."""
+    names: dict[str, str] = {}
     for claim in vspec.get("resourceClaims") or []:
         name = claim.get("resourceClaimName") if isinstance(claim, dict) else None
-        if isinstance(name, str) and name and host_name_short(name, namespace, vcluster_name) == host_name:
-            return name
-    return host_name
+        if isinstance(name, str) and name:
+            names.setdefault(host_name_short(name, namespace, vcluster_name), name)
+    return names
 
 
 # The pod condition types the kubelet, the scheduler and the control plane own (k8s.io/api core/v1 types.go:
@@ -450,8 +458,9 @@ def status_update(hpod: Obj, vpod: Obj, vcluster_name: str = "") -> Obj | None:
             hs[field] = [c for c in hs[field] if isinstance(c, dict) and c.get("name") in names]
     if vcluster_name and isinstance(hs.get("resourceClaimStatuses"), list):  # host claim names back to virtual ones
         ns = str((vpod.get("metadata") or {}).get("namespace", ""))
+        claims = virtual_claim_names(vspec, ns, vcluster_name)
         hs["resourceClaimStatuses"] = [
-            {**c, "resourceClaimName": virtual_claim_name(c["resourceClaimName"], vspec, ns, vcluster_name)}
+            {**c, "resourceClaimName": claims.get(c["resourceClaimName"], c["resourceClaimName"])}
             if isinstance(c, dict) and isinstance(c.get("resourceClaimName"), str) else c
             for c in hs["resourceClaimStatuses"]]
     gates = gate_types(vspec)

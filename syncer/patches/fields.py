@@ -36,6 +36,7 @@ _SUFFIX_WRONG = "unable to parse quantity's suffix"
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _MAX_EXPONENT = 10_000  # beyond it the value is not computed (a 10^10000 quantity is no real overhead)
+_MAX_DIGITS = 4_000  # of a quantity's number: no real quantity has more, and Python's int() stops at 4300
 _NANO = Fraction(1, 10**9)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 # quantity.go ParseQuantity: "The max is just a simple cap": a binary-SI quantity (`Ki` ... `Ei`) beyond
@@ -122,18 +123,22 @@ def parse_quantity_text(text: str) -> Fraction:
     Raises:
         QuantityError: apimachinery's ErrFormatWrong / ErrNumeric / ErrSuffix message, or the syncer's own for an
             exponent beyond 10000 (Go takes `1e10001`, a value no RuntimeClass or container needs), or below -10000
-            with a numerator of thousands of digits (a shorter one is 1n, as in Go).
+            with a numerator of thousands of digits (a shorter one is 1n, as in Go), or for more than 4000 digits
+            (which Go takes; Python's int() refuses more than 4300).
     """
     if not text:
         raise QuantityError(_FORMAT_WRONG)
     positive, num, denom, suffix, digit = _split(text)
+    if len(num) + len(denom) > _MAX_DIGITS:  # Python's int() refuses beyond 4300 digits (ValueError, not ours)
+        raise QuantityError(f"a quantity may not have more than {_MAX_DIGITS} digits here")
     binary = False
     if suffix in _DECIMAL:
         base, exponent = 10, _DECIMAL[suffix]
     elif suffix in _BINARY:
         base, exponent, binary = 2, _BINARY[suffix], True
     elif len(suffix) > 1 and suffix[0] in "eE":
-        if not _EXPONENT.fullmatch(suffix[1:]) or not _INT64[0] <= int(suffix[1:]) <= _INT64[1]:
+        if not _EXPONENT.fullmatch(suffix[1:]) or len(suffix[1:].lstrip("+-").lstrip("0")) > 19 \
+                or not _INT64[0] <= int(suffix[1:]) <= _INT64[1]:
             raise QuantityError(_SUFFIX_WRONG)  # strconv.ParseInt refuses it: ErrSuffix
         base, exponent = 10, (int(suffix[1:]) + (1 << 31)) % (1 << 32) - (1 << 31)  # suffix.go: int32(parsed)
         if exponent < -_MAX_EXPONENT and len(num) + exponent <= -9:

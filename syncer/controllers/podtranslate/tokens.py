@@ -160,10 +160,11 @@ def token_sources(spec: Obj, cluster_domain: str = CLUSTER_DOMAIN) -> list[Token
 
 def fs_user(spec: Obj) -> Any:
     """The kubelet's `FsUserFrom` (pkg/volume/util/util.go): the `runAsUser` every container of the pod runs as
-    (`DetermineEffectiveRunAsUser`: the container's own, else the pod's), None when one has none or two differ."""
+    (`DetermineEffectiveRunAsUser`: the container's own, else the pod's), None when one has none or two differ;
+    ephemeral containers do not count ("Exclude ephemeral containers": it visits InitContainers|Containers)."""
     pod_user = (spec.get("securityContext") or {}).get("runAsUser")
     user = None
-    for kind in ("initContainers", "containers", "ephemeralContainers"):
+    for kind in ("initContainers", "containers"):
         for c in spec.get(kind) or []:
             own = ((c.get("securityContext") if isinstance(c, dict) else None) or {}).get("runAsUser")
             uid = pod_user if own is None else own
