@@ -67,6 +67,26 @@ async def test_own_rewrite_hosts_init_container_keeps_its_image_and_the_tenants_
         "vcluster-rewrite-hosts": "mirror.gcr.io/library/alpine:3.20", "migrate": "migrate:2"}
 
 
+async def test_a_new_rewrite_hosts_image_costs_no_host_write(clusters: Clusters) -> None:
+    # the image stays, and so does its record (`runtimeclass-syncer.io/synced-images`): rewriting the record to the
+    # new image's hash was a host write per pod with a subdomain after each change of the configured image
+    async with running_syncer(clusters, config("library/alpine")):
+        await clusters.virtual.create(PODS, pod("db-0", hostname="db-0", subdomain="db"), "default")
+        before = await host_pod(clusters, bool, "db-0 synced")
+    async with running_syncer(clusters, config("library/alpine-new")) as syncer:
+        await syncer.wait_idle()
+        await clusters.host.patch(PODS, HOST_POD, {"status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "True"}]}}, HOST_NS, subresource="status")  # the kubelet's
+        await wait_for(clusters.virtual, PODS, lambda o: ((o.get("default/db-0") or {}).get("status") or {}).get(
+            "conditions"), namespace="default", timeout=10, what="the status copied back (an update planned)")
+        await syncer.wait_idle()
+    after = await clusters.host.get(PODS, HOST_POD, HOST_NS)
+    assert after["metadata"]["annotations"] == before["metadata"]["annotations"]
+    writes = [(method, path) for method, path, agent in clusters.host_server.requests
+              if method in ("POST", "PUT", "PATCH", "DELETE") and "/pods" in path and agent != TEST_AGENT]
+    assert writes == [("POST", f"/api/v1/namespaces/{HOST_NS}/pods")]
+
+
 async def test_a_tenants_init_container_of_that_name_is_not_frozen(clusters: Clusters) -> None:
     # Without a subdomain the pod gets no /etc/hosts container: an init container the tenant names
     # `vcluster-rewrite-hosts` is its own, and its `vcluster.loft.sh/hosts-rewritten: "true"` never reaches the host

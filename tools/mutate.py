@@ -1192,6 +1192,22 @@ LISTED = (
     Mutation("a token-projection refusal retried with backoff instead of told once", "syncer/controllers/pods.py",
              "        except TokenProjectionsTooLarge as e:", "        except ZeroDivisionError as e:",
              ("tests/test_token_storm.py",)),
+    Mutation("a new rewrite-hosts image rewrites its record on every host pod with a subdomain",
+             "syncer/controllers/podupdate.py",
+             "    if isinstance(new_ha.get(metadata.SYNCED_IMAGES), str) and hosts.own_container(",
+             "    if False and hosts.own_container(", ("tests/test_init_image_update.py", "-k", "no_host_write")),
+    Mutation("claim statuses hashed per status and claim (quadratic)", "syncer/controllers/translate.py",
+             "        claims = virtual_claim_names(vspec, ns, vcluster_name)",
+             "        claims = {n: virtual_claim_name(n, vspec, ns, vcluster_name) for n in (\n"
+             "            c.get('resourceClaimName') for c in hs['resourceClaimStatuses'] if isinstance(c, dict))}",
+             ("tests/test_resource_claim_names.py", "-k", "many_claims")),
+    Mutation("a quantity of thousands of digits crashes the RuntimeClass reconcile", "syncer/patches/fields.py",
+             "    if len(num) + len(denom) > _MAX_DIGITS:", "    if False:",
+             ("tests/test_quantity_parsing.py", "-k", "thousands_of_digits")),
+    Mutation("a debug container counted in the token file's owner", "syncer/controllers/podtranslate/tokens.py",
+             '    for kind in ("initContainers", "containers"):',
+             '    for kind in ("initContainers", "containers", "ephemeralContainers"):',
+             ("tests/test_tokens_more.py", "-k", "fs_user")),
 )
 
 

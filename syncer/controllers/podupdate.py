@@ -173,6 +173,10 @@ def merge_metadata(desired: Obj, host: Obj, vpod: Obj, vcluster_name: str) -> tu
         if k not in dmeta["annotations"]:
             del new_ha[k]
     new_ha.update({k: v for k, v in dmeta["annotations"].items() if derived_annotation(k) and not _host_owned(k)})
+    if isinstance(new_ha.get(metadata.SYNCED_IMAGES), str) and hosts.own_container(
+            hosts.CONTAINER, h_ann, (vpod.get("spec") or {}).get("initContainers")):  # its image stays: its record too
+        new_ha[metadata.SYNCED_IMAGES] = metadata.keep_recorded_image(
+            new_ha[metadata.SYNCED_IMAGES], h_ann.get(metadata.SYNCED_IMAGES), f"initContainers/{hosts.CONTAINER}")
     new_ha[metadata.LABELS] = metadata.labels_annotation(new_vl)
     new_ha[metadata.SYNCED_ANNOTATIONS] = translate.synced_annotations(new_va)  # as at the create
     return new_vl, new_va, new_hl, new_ha

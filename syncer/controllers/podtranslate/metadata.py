@@ -130,6 +130,24 @@ def synced_images(spec: Mapping[str, Any]) -> str:
     return json.dumps(out, sort_keys=True, separators=(",", ":"))
 
 
+def keep_recorded_image(record: str, host_record: Any, container: str) -> str:
+    """`record` (a `synced_images` value) with the entry of `container` (`<field>/<name>`) as `host_record` (the host
+    pod's value) has it, or without it when the host's has none: the image of a container an update leaves as it is
+    (the syncer's own `/etc/hosts` init container, hosts.own_container) keeps its record too, so that a new image
+    configured for it costs no host write of the record either. `record` as it is when either does not parse."""
+    try:
+        new, old = json.loads(record), json.loads(host_record) if isinstance(host_record, str) else None
+    except ValueError:
+        return record
+    if not isinstance(new, dict) or not isinstance(old, dict):
+        return record
+    if container in old:
+        new[container] = old[container]
+    else:
+        new.pop(container, None)
+    return json.dumps(new, sort_keys=True, separators=(",", ":"))
+
+
 def image_changed(base: Any, container: str, image: str) -> bool:
     """Whether the translated `image` of `container` (`<field>/<name>`) differs from the one of the last sync, as
     the host pod's `synced-images` annotation `base` records it. A host pod without a readable record (synced
