@@ -819,6 +819,10 @@ class EmbeddedAPIServer:
             admission.admit_pod_security(obj, ((namespace or {}).get("metadata") or {}).get("labels"), self.minor)
             if self.runtime_class_admission:
                 admission.validate_runtime_class_overhead(obj, lambda n: self.storage.get(RUNTIMECLASSES, "", n))
+            # the overhead setOverhead copied from the class is stored as it is, and read back from storage through
+            # the defaulting decoder (SetDefaults_ResourceList: rounded up to milli), as every later read and the
+            # create's own response see it; an update then compares equal to its decoded, rounded body
+            validation.round_pod_overhead(obj)
         existing = self.storage.get(res, ns, meta["name"])
         if existing is not None:
             err = already_exists(res, meta["name"])

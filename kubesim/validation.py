@@ -197,6 +197,17 @@ def go_base64_length(text: str) -> int:
     return n
 
 
+
+def round_pod_overhead(pod: Obj) -> None:
+    """SetDefaults_ResourceList (pkg/apis/core/v1/defaults.go, for PodSpec.Overhead in the generated
+    SetObjectDefaults_Pod) on a pod (mutated): each overhead quantity rounded up to milli, kept as written when
+    nothing was lost; an empty overhead dropped (`json:"overhead,omitempty"`)."""
+    spec = pod.get("spec")
+    if isinstance(spec, dict) and isinstance(spec.get("overhead"), dict):
+        spec["overhead"] = {k: str(quantity.from_json(v).round_up(-3)) for k, v in spec["overhead"].items()}
+        if not spec["overhead"]:
+            del spec["overhead"]
+
 def decode(kind: str, obj: Obj) -> None:
     """What kube-apiserver's decoding (defaulting and conversion) does to an object it accepts, in place:
     - a RuntimeClass's `overhead.podFixed` quantities are stored as `resource.Quantity` writes them back
@@ -217,12 +228,7 @@ def decode(kind: str, obj: Obj) -> None:
             obj["type"] = "Opaque"
     elif kind == "Pod":
         spec = obj.get("spec")
-        if isinstance(spec, dict) and isinstance(spec.get("overhead"), dict):
-            # SetDefaults_ResourceList (pkg/apis/core/v1/defaults.go, for PodSpec.Overhead in the generated
-            # SetObjectDefaults_Pod): each quantity rounded up to milli, kept as written when nothing was lost
-            spec["overhead"] = {k: str(quantity.from_json(v).round_up(-3)) for k, v in spec["overhead"].items()}
-            if not spec["overhead"]:
-                del spec["overhead"]  # `json:"overhead,omitempty"`: an empty ResourceList is not written back
+        round_pod_overhead(obj)
         if isinstance(spec, dict):
             grace = spec.get("terminationGracePeriodSeconds")
             if isinstance(grace, int) and not isinstance(grace, bool) and grace < 0:
@@ -312,7 +318,7 @@ def validate_pod_metadata_and_spec(pod: Obj, minor: int = features.DEFAULT_MINOR
     for field in ("containers", "initContainers"):
         for i, c in _dicts(spec.get(field)):
             image = c.get("image")
-            if isinstance(image, str) and image.strip() != image:
+            if isinstance(image, str) and image.strip(quantity.GO_SPACE) != image:  # strings.TrimSpace
                 errs.append(fe.invalid(f"spec.{field}[{i}].image", image, "must not have leading or trailing "
                                                                          "whitespace"))
     return errs
@@ -723,7 +729,7 @@ def _container_updates(new: Any, old: Any, path: str) -> tuple[list[FieldError],
         image = c.get("image")
         if not image:
             errs.append(fe.required(f"{path}[{i}].image"))
-        elif isinstance(image, str) and image.strip() != image:
+        elif isinstance(image, str) and image.strip(quantity.GO_SPACE) != image:  # strings.TrimSpace
             errs.append(fe.invalid(f"{path}[{i}].image", image, "must not have leading or trailing whitespace"))
     return errs, False
 
@@ -1133,7 +1139,7 @@ def validate_event(event: Obj) -> list[FieldError]:
     else:
         if not involved_ns and namespace not in ("default", "kube-system"):
             errs.append(mismatch)
-        controller = str(event.get("reportingController") or "")
+        controller = str(event.get("reportingComponent") or "")  # core/v1's JSON name of ReportingController
         if not controller:
             errs.append(fe.required("reportingController"))
         errs += [fe.invalid("reportingController", controller, m) for m in qualified_name_errors(controller)]

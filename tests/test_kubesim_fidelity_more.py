@@ -220,14 +220,16 @@ async def test_an_event_must_be_in_its_involved_objects_namespace(clusters: Clus
     # fields are required
     with pytest.raises(ApiError) as err:
         await v.create(EVENTS, event("new", None, eventTime="2024-01-01T00:00:00.000000Z",
-                                     reportingController="bad one!"), "kube-public")
+                                     reportingComponent="bad one!"), "kube-public")
     assert err.value.message == (
         'Event "new" is invalid: [involvedObject.namespace: Invalid value: "": does not match event.namespace, '
         "reportingController: Invalid value: \"bad one!\": name part must consist of alphanumeric characters, '-', "
         "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
         "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'), reportingInstance: "
         "Required value, action: Required value]")
-    await v.create(EVENTS, event("new", None, eventTime="2024-01-01T00:00:00.000000Z", reportingController="c",
+    # k8s.io/api core/v1 Event: `ReportingController string json:"reportingComponent"`; the error path is the
+    # internal field's (legacyValidateEvent)
+    await v.create(EVENTS, event("new", None, eventTime="2024-01-01T00:00:00.000000Z", reportingComponent="c",
                                  reportingInstance="i", action="a"), "kube-system")
 
 
@@ -305,3 +307,11 @@ async def test_an_immutable_secret_keeps_its_data_and_every_secret_its_type(clus
     assert err.value.message == ('Secret "t" is invalid: [type: Invalid value: "kubernetes.io/tls": field is '
                                  "immutable, data[tls.crt]: Required value, data[tls.key]: Required value]")
     assert (await h.patch(SECRETS, "t", {"data": {"k": b64(b"w")}}, NS))["data"] == {"k": b64(b"w")}
+
+
+async def test_an_image_with_a_character_go_does_not_trim_is_accepted(clusters: Clusters) -> None:
+    # ValidatePod's image check: `len(strings.TrimSpace(image)) != len(image)`; Go's TrimSpace trims Unicode White
+    # Space, which U+001C..U+001F are not (Python's str.strip() trims them)
+    created = await clusters.host.create(PODS, {"metadata": {"name": "sep"}, "spec": {"containers": [
+        {"name": "app", "image": "nginx:1.27\x1f"}]}}, "default")
+    assert created["spec"]["containers"][0]["image"] == "nginx:1.27\x1f"

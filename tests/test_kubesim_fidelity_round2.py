@@ -58,7 +58,11 @@ async def test_a_pods_overhead_is_rounded_to_milli_before_the_comparison(cluster
     await h.create(RUNTIMECLASSES, rc("nano", "runsc", overhead={"podFixed": {"cpu": "1n"}}))
     assert await refusal(h.create(PODS, pod("same", "nano", overhead={"cpu": "1n"}), NS)) == (
         403, f'pods "same" is forbidden: {MISMATCH}')
-    assert (await h.create(PODS, pod("unset", "nano"), NS))["spec"]["overhead"] == {"cpu": "1n"}
+    # setOverhead copies the class's 1n; stored so and read back through the defaulting decoder, it is 1m in the
+    # create's response and every read, and an update of the pod (its body decoded and rounded too) compares equal
+    assert (await h.create(PODS, pod("unset", "nano"), NS))["spec"]["overhead"] == {"cpu": "1m"}
+    patched = await h.patch(PODS, "unset", {"metadata": {"labels": {"touched": "yes"}}}, NS)
+    assert patched["spec"]["overhead"] == {"cpu": "1m"} and patched["metadata"]["labels"]["touched"] == "yes"
     # without a class, the rounding is what is stored
     clusters.virtual_server.runtime_class_admission = False
     stored = await clusters.virtual.create(PODS, pod("rounded", overhead={"cpu": "1n", "memory": "0.5"}), NS)

@@ -213,14 +213,20 @@ async def test_a_wake_reads_the_kubeconfigs_again_at_once(tmp_path: Path) -> Non
 
 
 def test_other_commands_keep_the_usual_signal_handling() -> None:
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
-    assert main(["validate", "--config", str(REPO / CONFIG)]) == 0
-    assert {sig: signal.getsignal(sig) for sig in before} == before
-    early = EarlySignals.catch()  # what `main` does first; a signal noted is raised again for them
+    # a shell's background job starts with SIGINT ignored (so would a CI runner's), which release() rightly puts
+    # back; the test sets the default handler, which an interactive `validate` has, and restores the one it found
+    found = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        signal.raise_signal(signal.SIGINT)
-        assert early.received == [signal.SIGINT]
+        before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+        assert main(["validate", "--config", str(REPO / CONFIG)]) == 0
+        assert {sig: signal.getsignal(sig) for sig in before} == before
+        early = EarlySignals.catch()  # what `main` does first; a signal noted is raised again for them
+        try:
+            signal.raise_signal(signal.SIGINT)
+            assert early.received == [signal.SIGINT]
+        finally:
+            with pytest.raises(KeyboardInterrupt):
+                early.release(deliver=True)
+        assert {sig: signal.getsignal(sig) for sig in before} == before
     finally:
-        with pytest.raises(KeyboardInterrupt):
-            early.release(deliver=True)
-    assert {sig: signal.getsignal(sig) for sig in before} == before
+        signal.signal(signal.SIGINT, found)
