@@ -9,7 +9,6 @@ writes as root's, could not be read by the pod's user that way."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from typing import Any
 
@@ -213,10 +212,9 @@ async def test_a_renewal_that_finds_its_virtual_pod_gone_is_no_failure(clusters:
         assert "default/web" not in syncer.pod_queue.pending()  # no retry
         for fault in down:
             fault.times = 0
-        for _ in range(100):  # the informer's retry comes on the clock
-            if clusters.host_server.storage.get(PODS, HOST_NS, hname("web")) is None:
-                break
+
+        def deleted() -> bool:  # the informer's retry comes on the clock: each look moves it on
             clock.advance(5)
-            await asyncio.sleep(0.02)
-        await host_pods(clusters, lambda o: hname("web") not in o, "the host pod deleted with its virtual pod")
+            return clusters.host_server.storage.get(PODS, HOST_NS, hname("web")) is None
+        await eventually(deleted, "the host pod deleted with its virtual pod")
     assert renewed(syncer, "failed") == 0.0
