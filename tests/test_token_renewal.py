@@ -31,6 +31,17 @@ def annotations(c: Clusters) -> dict[str, str]:
     return dict(hp["metadata"]["annotations"])
 
 
+async def orphaned_web(c: Clusters) -> tuple[str, str]:
+    """Create pod `web` of class gvisor, wait for its host pod, then relabel gvisor out of the selector and wait for
+    the Orphaned event; returns web's token annotation (key, token) as first synced."""
+    await c.virtual.create(PODS, pod("web", "gvisor"), "default")
+    await host_pods(c, lambda o: hname("web") in o, "web on the host")
+    key, first = token_of(annotations(c))
+    await c.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"environment": "prod"}}})
+    await warnings_for(c, "web", lambda ws: any(w["reason"] == "Orphaned" for w in ws), "orphaned")
+    return key, first
+
+
 def token_of(ann: dict[str, str]) -> tuple[str, str]:
     (key,) = [k for k in ann if k.startswith("vcluster.loft.sh/token-")]
     return key, ann[key]
@@ -182,11 +193,7 @@ async def test_an_orphaned_pods_tokens_are_renewed(clusters: Clusters) -> None:
     dev = {"matchLabels": {"environment": "development"}}
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
     async with running_syncer(clusters, rc_config(dev), clock=clock, token_lifetime=LIFETIME) as syncer:
-        await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
-        key, first = token_of(annotations(clusters))
-        await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"environment": "prod"}}})
-        await warnings_for(clusters, "web")  # the Orphaned event: orphaned from now on
+        key, first = await orphaned_web(clusters)  # orphaned from now on
         await syncer.wait_idle()
         clock.advance(0.8 * LIFETIME)
         await eventually(lambda: token_of(annotations(clusters))[1] != first, "the orphan's token renewed")

@@ -20,17 +20,11 @@ from syncer.kube.clock import FakeClock
 from syncer.kube.resources import PODS, RUNTIMECLASSES, SECRETS
 from tests.conftest import HOST_NS, Clusters, eventually, pod, rc, rc_config, running_syncer
 from tests.test_pod_sync import hname, host_pods, warnings_for
-from tests.test_token_renewal import LIFETIME, renewed, token_of, web_synced
+from tests.test_token_renewal import LIFETIME, annotations, orphaned_web, renewed, token_of, web_synced
 
 Obj = dict[str, Any]
 DEFAULT_MODE = 420  # 0644: SetDefaults_ProjectedVolumeSource, and the kube-api-access volume the API server injects
 TOKEN = {"serviceAccountToken": {"path": "token"}}
-
-
-def host_annotations(c: Clusters) -> dict[str, str]:
-    hp = c.host_server.storage.get(PODS, HOST_NS, hname("web"))
-    assert hp is not None
-    return dict(hp["metadata"]["annotations"])
 
 
 def volume(default_mode: int | None = DEFAULT_MODE) -> Obj:
@@ -172,11 +166,7 @@ async def test_an_orphans_host_pod_keeps_its_token_annotation_untouched(clusters
     dev = {"matchLabels": {"environment": "development"}}
     await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
     async with running_syncer(clusters, rc_config(dev), clock=clock, token_lifetime=LIFETIME) as syncer:
-        await clusters.virtual.create(PODS, pod("web", "gvisor"), "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
-        key, first = token_of(host_annotations(clusters))
-        await clusters.host.patch(RUNTIMECLASSES, "gvisor", {"metadata": {"labels": {"environment": "prod"}}})
-        await warnings_for(clusters, "web", lambda ws: any(w["reason"] == "Orphaned" for w in ws), "orphaned")
+        key, first = await orphaned_web(clusters)
         await syncer.wait_idle()
         rv = (clusters.host_server.storage.get(PODS, HOST_NS, hname("web")) or {})["metadata"]["resourceVersion"]
         await clusters.virtual.delete(PODS, "web", "default")
@@ -186,7 +176,7 @@ async def test_an_orphans_host_pod_keeps_its_token_annotation_untouched(clusters
         await syncer.wait_idle()
         hp = clusters.host_server.storage.get(PODS, HOST_NS, hname("web"))
         assert hp is not None and hp["metadata"]["resourceVersion"] == rv
-        assert token_of(host_annotations(clusters)) == (key, first)
+        assert token_of(annotations(clusters)) == (key, first)
 
 
 async def test_a_renewal_that_finds_its_virtual_pod_gone_is_no_failure(clusters: Clusters) -> None:
