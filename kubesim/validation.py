@@ -94,7 +94,7 @@ def decode_errors(kind: str, obj: Obj) -> str | None:
                 return f"json: cannot unmarshal {_json_kind(v)} into Go struct field ObjectMeta.metadata.{k} of " \
                        "type string"
     if kind == "RuntimeClass":
-        return _overhead_decode_error(obj.get("overhead"))
+        return _runtime_class_decode_error(obj.get("overhead"), obj.get("scheduling"))
     if kind == "Pod":
         spec = obj.get("spec")
         return _resource_list_decode_error(spec.get("overhead"), "PodSpec.spec.overhead") if isinstance(
@@ -104,9 +104,15 @@ def decode_errors(kind: str, obj: Obj) -> str | None:
     return None
 
 
-def _overhead_decode_error(overhead: Any) -> str | None:
+def _runtime_class_decode_error(overhead: Any, scheduling: Any) -> str | None:
     """node/v1 `Overhead.podFixed` is a `ResourceList`: each value a `resource.Quantity`, decoded by its
-    `UnmarshalJSON` (kubesim/quantity.py), whose error is the decode's."""
+    `UnmarshalJSON` (kubesim/quantity.py), whose error is the decode's. `overhead` and `scheduling` themselves are
+    `*Overhead` and `*Scheduling`: a value other than an object or null is refused as encoding/json refuses it
+    (`RuntimeClass.overhead of type v1.Overhead`)."""
+    for field, value in (("overhead", overhead), ("scheduling", scheduling)):
+        if value is not None and not isinstance(value, dict):
+            return f"json: cannot unmarshal {_json_kind(value)} into Go struct field RuntimeClass.{field} of type " \
+                   f"v1.{field.capitalize()}"
     fixed = overhead.get("podFixed") if isinstance(overhead, dict) else None
     return _resource_list_decode_error(fixed, "Overhead.overhead.podFixed")
 
@@ -212,7 +218,8 @@ def decode(kind: str, obj: Obj) -> None:
     """What kube-apiserver's decoding (defaulting and conversion) does to an object it accepts, in place:
     - a RuntimeClass's `overhead.podFixed` quantities are stored as `resource.Quantity` writes them back
       (kubesim/quantity.py: `"0.5"` as `"500m"`, `"1000m"` as `"1"`, `"1Gi"` as it is; node/v1 has no defaulter,
-      so no rounding to milli as core/v1's `SetDefaults_ResourceList` does);
+      so no rounding to milli as core/v1's `SetDefaults_ResourceList` does); a null `overhead` or `scheduling` (Go
+      pointers with `omitempty`) is absent;
     - a Secret without a `type` is `Opaque` (`SetDefaults_Secret`, pkg/apis/core/v1/defaults.go);
     - a Pod's `spec.overhead` quantities rounded up to milli (`SetDefaults_ResourceList`) and written as
       `resource.Quantity` writes them;
@@ -220,6 +227,9 @@ def decode(kind: str, obj: Obj) -> None:
       `Convert_v1_Pod_To_core_Pod`, later its defaulting), on create and on every update.
     Call it after `decode_errors` found nothing."""
     if kind == "RuntimeClass":
+        for pointer in ("overhead", "scheduling"):  # *Overhead, *Scheduling with omitempty: null is written back absent
+            if pointer in obj and obj[pointer] is None:
+                del obj[pointer]
         overhead = obj.get("overhead")
         if isinstance(overhead, dict) and isinstance(overhead.get("podFixed"), dict):
             overhead["podFixed"] = {k: quantity.stored(v) for k, v in overhead["podFixed"].items()}

@@ -90,6 +90,21 @@ async def test_a_pod_overhead_that_does_not_decode_is_a_bad_request(clusters: Cl
             400, f'Pod in version "v1" cannot be handled as a Pod: {message}')
 
 
+async def test_a_runtime_class_overhead_that_is_not_an_object_is_a_bad_request(clusters: Clusters) -> None:
+    # node/v1 RuntimeClass.Overhead is a *Overhead: encoding/json refuses a string, number, bool or array for it
+    # (UnmarshalTypeError: the innermost struct, the field path, the target type), and *Scheduling alike; null is
+    # none (omitempty: written back absent)
+    for given, kind in (("1", "string"), (1, "number"), (True, "bool"), ([], "array")):
+        assert await refusal(clusters.host.create(RUNTIMECLASSES, rc("x", "runsc", overhead=given))) == (
+            400, 'RuntimeClass in version "v1" cannot be handled as a RuntimeClass: json: cannot unmarshal '
+                 f"{kind} into Go struct field RuntimeClass.overhead of type v1.Overhead")
+    assert await refusal(clusters.host.create(RUNTIMECLASSES, rc("x", "runsc", scheduling="a"))) == (
+        400, 'RuntimeClass in version "v1" cannot be handled as a RuntimeClass: json: cannot unmarshal string into Go '
+             "struct field RuntimeClass.scheduling of type v1.Scheduling")
+    stored = await clusters.host.create(RUNTIMECLASSES, rc("x", "runsc", overhead=None, scheduling=None))
+    assert ("overhead" in stored, "scheduling" in stored) == (False, False)
+
+
 # ---------------------------------------------------------------------------------------------- PodSecurity's version
 
 async def labelled(c: Clusters, name: str, labels: dict[str, str]) -> None:
