@@ -44,8 +44,8 @@ _NO_VALUE = ("Required", "Forbidden", "TooLong")  # types whose body never shows
 
 @dataclass(frozen=True)
 class GoSyntax:
-    """A value shown as Go's `%#v` shows it, for the types `field.Error.ErrorBody` prints that way (an unsigned
-    integer such as a `uint64` resourceVersion of 0 is `0x0`)."""
+    """A value shown as it is given (pre-rendered): `go_json`'s text, or Go's `%#v` for the types
+    `field.Error.ErrorBody` of apimachinery before v0.34 prints that way (a `uint64` resourceVersion of 0 is `0x0`)."""
 
     text: str
 
@@ -65,7 +65,16 @@ def go_value(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "[]string{" + ", ".join(json.dumps(v, ensure_ascii=False) for v in value) + "}"
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return go_json(value)
+
+
+def go_json(value: Any, *, sort_keys: bool = True) -> str:
+    """`value` as Go's `json.Marshal` writes it (what `ErrorBody` shows for a map or struct since apimachinery
+    v0.34, "Nicer value rendering in API errors"): compact, `<`, `>` and `&` escaped as `\\u003c` and so on, map
+    keys sorted (`sort_keys`; pass False for a dict built in a Go struct's field order)."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=sort_keys, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
+        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 @dataclass(frozen=True)

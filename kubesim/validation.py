@@ -777,8 +777,9 @@ def validate_pod_update(new: Obj, old: Obj, minor: int = features.DEFAULT_MINOR)
     (`validate_pod_metadata_and_spec`), the pod-specific annotations as `pod_specific_annotation_updates`; as many
     containers and init containers as before, each with an image (`ValidateContainerUpdates`); then
     `activeDeadlineSeconds` may only be set or lowered (0 to 2^31-1), never removed; existing tolerations stay;
-    scheduling gates may only be removed; nothing else in the spec may change, terminationGracePeriodSeconds
-    included (but from a negative value to 1)."""
+    scheduling gates may only be removed; a gated pod's nodeSelector and node affinity may narrow
+    (`_gated_pod_updates`); nothing else in the spec may change, terminationGracePeriodSeconds included (but from a
+    negative value to 1)."""
     errs = validate_pod_metadata_and_spec(new, minor) + pod_specific_annotation_updates(new, old)
     ns, os_ = new.get("spec") or {}, old.get("spec") or {}
     for field in ("containers", "initContainers"):
@@ -809,9 +810,114 @@ def validate_pod_update(new: Obj, old: Obj, minor: int = features.DEFAULT_MINOR)
         if g.get("name") not in old_gates:
             errs.append(fe.forbidden(f"spec.schedulingGates[{i}]", "only deletion is allowed, but found new "
                                                                    f"scheduling gate '{g.get('name')}'"))
-    if ns != os_ and _updatable_spec(ns, os_) != _updatable_spec(os_, os_):
-        errs.append(fe.forbidden("spec", POD_UPDATE_FORBIDDEN))
+    if ns != os_:
+        munged = _updatable_spec(ns, os_)
+        if old_gates:
+            errs += _gated_pod_updates(munged, os_)
+        if munged != _updatable_spec(os_, os_):
+            errs.append(fe.forbidden("spec", POD_UPDATE_FORBIDDEN))
     return errs
+
+
+def _gated_pod_updates(munged: Obj, old: Obj) -> list[FieldError]:
+    """`ValidatePodUpdate`'s "validations specific to gated pods" (a pod whose old spec has scheduling gates), on
+    the munged new spec (`munged`, changed in place: what may change is set back to the old spec's, as Go does):
+    - `validateNodeSelectorMutation`: every old nodeSelector entry kept with its value (new entries allowed), else
+      `spec.nodeSelector: Invalid value: <the new map>: only additions to spec.nodeSelector are allowed (no
+      mutations or deletions)`;
+    - `validateNodeAffinityMutation`: an old node affinity without required terms may become anything; with
+      terms, as many terms as before (`...nodeSelectorTerms: Invalid value: <new terms>: no additions/deletions to
+      non-empty NodeSelectorTerms list are allowed`), each keeping its old matchExpressions and matchFields as its
+      first ones (`validateNodeSelectorTermHasOnlyAdditions`; `...nodeSelectorTerms[i]: Invalid value: <term>: only
+      additions are allowed (no mutations or deletions)`); then the node affinity set back as Go's switch does.
+    The values are shown as `json.Marshal` writes them (apimachinery v0.34's `ErrorBody`); the terms are the
+    internal `core.NodeSelectorTerm`, whose fields have no json tags. Source: kubernetes
+    pkg/apis/core/validation/validation.go."""
+    errs: list[FieldError] = []
+    new_sel, old_sel = munged.get("nodeSelector") or {}, old.get("nodeSelector") or {}
+    if new_sel != old_sel:
+        if any(k not in new_sel or new_sel[k] != v for k, v in old_sel.items()):
+            errs.append(fe.invalid("spec.nodeSelector", fe.GoSyntax(fe.go_json(munged.get("nodeSelector"))),
+                                   "only additions to spec.nodeSelector are allowed (no mutations or deletions)"))
+        _set_or_drop(munged, "nodeSelector", old.get("nodeSelector"))
+    old_aff, new_aff = old.get("affinity"), munged.get("affinity")
+    old_na = old_aff.get("nodeAffinity") if isinstance(old_aff, dict) else None
+    new_na = new_aff.get("nodeAffinity") if isinstance(new_aff, dict) else None
+    if (old_na or None) != (new_na or None):
+        errs += _node_affinity_mutation(new_na, old_na)
+        if new_aff is None and old_na is None:
+            pass
+        elif new_aff is None:
+            munged["affinity"] = {"nodeAffinity": old_na}
+        elif old_aff is None and not new_aff.get("podAffinity") and not new_aff.get("podAntiAffinity"):
+            del munged["affinity"]
+        else:
+            munged["affinity"] = {**new_aff}
+            _set_or_drop(munged["affinity"], "nodeAffinity", old_na)
+    return errs
+
+
+def _set_or_drop(obj: Obj, key: str, value: Any) -> None:
+    if value is None:
+        obj.pop(key, None)
+    else:
+        obj[key] = value
+
+
+def _selector_terms(affinity: Any) -> list[Any] | None:
+    """`requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms` of a node affinity, None when it has no
+    required part."""
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(affinity, dict) else None
+    if not isinstance(required, dict):
+        return None
+    terms = required.get("nodeSelectorTerms")
+    return terms if isinstance(terms, list) else []
+
+
+def _internal_term(term: Any) -> Obj:
+    """A v1 NodeSelectorTerm as the internal `core.NodeSelectorTerm` marshals (Go field names, nil as null)."""
+    term = term if isinstance(term, dict) else {}
+
+    def requirements(value: Any) -> list[Obj] | None:
+        if not value:
+            return None
+        return [{"Key": r.get("key", ""), "Operator": r.get("operator", ""), "Values": r.get("values") or None}
+                for r in value if isinstance(r, dict)]
+    return {"MatchExpressions": requirements(term.get("matchExpressions")),
+            "MatchFields": requirements(term.get("matchFields"))}
+
+
+def _node_affinity_mutation(new: Any, old: Any) -> list[FieldError]:
+    """`validateNodeAffinityMutation` (see `_gated_pod_updates`)."""
+    old_terms = _selector_terms(old)
+    if old_terms is None:
+        return []
+    new_terms = _selector_terms(new) or []
+    at = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    if old_terms and len(old_terms) != len(new_terms):
+        shown = fe.go_json([_internal_term(t) for t in new_terms] or None, sort_keys=False)
+        return [fe.invalid(at, fe.GoSyntax(shown), "no additions/deletions to non-empty NodeSelectorTerms list are "
+                                                   "allowed")]
+    errs: list[FieldError] = []
+    for i, (new_term, old_term) in enumerate(zip(new_terms, old_terms, strict=False)):
+        if not _term_has_only_additions(new_term, old_term):
+            errs.append(fe.invalid(f"{at}[{i}]", fe.GoSyntax(fe.go_json(_internal_term(new_term), sort_keys=False)),
+                                   "only additions are allowed (no mutations or deletions)"))
+    return errs
+
+
+def _term_has_only_additions(new: Any, old: Any) -> bool:
+    """`validateNodeSelectorTermHasOnlyAdditions`: an empty old term stays empty; the old matchExpressions and
+    matchFields are the first ones of the new term."""
+    new, old = (new if isinstance(new, dict) else {}), (old if isinstance(old, dict) else {})
+    if not old.get("matchExpressions") and not old.get("matchFields") and (
+            new.get("matchExpressions") or new.get("matchFields")):
+        return False
+    for key in ("matchExpressions", "matchFields"):
+        before, after = old.get(key) or [], new.get(key) or []
+        if before and (len(after) < len(before) or after[:len(before)] != before):
+            return False
+    return True
 
 
 def validate_ephemeral_containers_update(new: Obj, old: Obj) -> list[FieldError]:

@@ -315,3 +315,57 @@ async def test_an_image_with_a_character_go_does_not_trim_is_accepted(clusters: 
     created = await clusters.host.create(PODS, {"metadata": {"name": "sep"}, "spec": {"containers": [
         {"name": "app", "image": "nginx:1.27\x1f"}]}}, "default")
     assert created["spec"]["containers"][0]["image"] == "nginx:1.27\x1f"
+
+
+# ---------------------------------------------------------------------------------------------- gated pods
+
+AT_TERMS = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+
+
+def required_terms(*terms: Obj) -> Obj:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+
+
+async def test_a_gated_pods_node_selector_and_node_affinity_may_only_narrow(clusters: Clusters) -> None:
+    # ValidatePodUpdate, "validations specific to gated pods" (pkg/apis/core/validation/validation.go):
+    # validateNodeSelectorMutation and validateNodeAffinityMutation; the values shown as json.Marshal writes them
+    # (apimachinery v0.34's ErrorBody), the terms as the internal core.NodeSelectorTerm (no json tags)
+    h = clusters.host
+    zone = {"key": "zone", "operator": "In", "values": ["a"]}
+    disk = {"key": "disk", "operator": "Exists"}
+    await h.create(PODS, pod("g", nodeSelector={"tier": "1"}, schedulingGates=[{"name": "kueue"}],
+                             affinity=required_terms({"matchExpressions": [zone]})), NS)
+    # additions are allowed: a nodeSelector entry, a requirement after the term's old ones
+    await h.patch(PODS, "g", {"spec": {"nodeSelector": {"pool": "gpu"}}}, NS)
+    await h.patch(PODS, "g", {"spec": {"affinity": required_terms({"matchExpressions": [zone, disk]})}}, NS)
+    got = (await h.get(PODS, "g", NS))["spec"]
+    assert (got["nodeSelector"], got["affinity"]) == (
+        {"tier": "1", "pool": "gpu"}, required_terms({"matchExpressions": [zone, disk]}))
+    refused = [
+        ({"spec": {"nodeSelector": {"tier": "2"}}},
+         'spec.nodeSelector: Invalid value: {"pool":"gpu","tier":"2"}: only additions to spec.nodeSelector '
+         "are allowed (no mutations or deletions)"),
+        ({"spec": {"affinity": required_terms({"matchExpressions": [disk]})}},
+         f'{AT_TERMS}[0]: Invalid value: {{"MatchExpressions":[{{"Key":"disk","Operator":"Exists","Values":null}}],'
+         '"MatchFields":null}: only additions are allowed (no mutations or deletions)'),
+        ({"spec": {"affinity": required_terms({"matchExpressions": [zone, disk]}, {"matchFields": [disk]})}},
+         f'{AT_TERMS}: Invalid value: [{{"MatchExpressions":[{{"Key":"zone","Operator":"In","Values":["a"]}},'
+         '{"Key":"disk","Operator":"Exists","Values":null}],"MatchFields":null},{"MatchExpressions":null,'
+         '"MatchFields":[{"Key":"disk","Operator":"Exists","Values":null}]}]: no additions/deletions to non-empty '
+         "NodeSelectorTerms list are allowed"),
+        ({"spec": {"affinity": {"podAffinity": {}}}}, UPDATE_FORBIDDEN),  # only the node affinity may change
+    ]
+    for patch, message in refused:
+        with pytest.raises(ApiError) as err:
+            await h.patch(PODS, "g", patch, NS)
+        assert (err.value.status, err.value.message) == (422, f'Pod "g" is invalid: {message}')
+    # an old node affinity without required terms may become anything
+    await h.create(PODS, pod("h", schedulingGates=[{"name": "kueue"}]), NS)
+    await h.patch(PODS, "h", {"spec": {"affinity": required_terms({"matchFields": [disk]})}}, NS)
+    # once the gates are gone, nothing of it may change
+    await h.patch(PODS, "h", {"spec": {"schedulingGates": None}}, NS)
+    for patch in ({"spec": {"nodeSelector": {"pool": "gpu"}}},
+                  {"spec": {"affinity": required_terms({"matchFields": [disk, zone]})}}):
+        with pytest.raises(ApiError) as err:
+            await h.patch(PODS, "h", patch, NS)
+        assert (err.value.status, err.value.message) == (422, f'Pod "h" is invalid: {UPDATE_FORBIDDEN}')
