@@ -99,6 +99,14 @@ def _waiting_for(d: Dependency) -> str:
     return f'the vcluster service "{d.name}" (the virtual API server) to exist on the host'
 
 
+def placement_kept_message(pod: str, kept: list[str]) -> str:
+    """The SyncWarning of a gated pod whose narrowed placement the host pod cannot take whole
+    (podupdate.gated_placement): `did not sync the placement of pod "<pod>" to the host: the host allows a gated
+    pod's placement only additions, so it keeps back <what>[; <what>...]`."""
+    return (f'did not sync the placement of pod "{pod}" to the host: the host allows a gated pod\'s placement only '
+            f'additions, so it keeps back {"; ".join(kept)}')
+
+
 def _namespace_index(obj: Cached) -> list[str]:
     ns = sub_field(obj, "metadata", "namespace")
     return [ns] if isinstance(ns, str) else []
@@ -790,6 +798,9 @@ class PodReconciler:
                 dspec["tolerations"] = scheduling.admitted_tolerations(
                     dspec["tolerations"], (hpod.get("spec") or {}).get("tolerations") or [])
             plan = podupdate.plan_update(desired, hpod, vpod, vcluster_name=self.vcluster_name)
+            if plan.placement_kept:
+                await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", placement_kept_message(
+                    vpod["metadata"]["name"], plan.placement_kept), ACTION)
             if plan.ephemeral:
                 held = await self._hold_ephemeral(vpod, desired, deps, plan)
             try:

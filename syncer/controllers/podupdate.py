@@ -9,6 +9,10 @@ Follows vcluster's pod syncer (`syncer.go`: `Sync`, `resizeHostPodContainerResou
   the syncer's own `/etc/hosts` init container (podtranslate/hosts.own_container, as vcluster's `calcSpecDiff`);
 - `activeDeadlineSeconds`, virtual -> host: set when the virtual pod sets it (a real server refuses removing it);
 - `schedulingGates`, virtual -> host: the virtual pod's (a gate removed in the virtual cluster goes on the host);
+- `nodeSelector` and the required node affinity, virtual -> host, while the host pod is gated (**different:**
+  vcluster never updates them, so a Kueue-style controller that narrows a gated pod's placement and then removes
+  its gate has the host pod scheduled without it): only the narrowing the API server allows a gated pod
+  (`gated_placement`); what cannot go is named in a `SyncWarning`;
 - tolerations, virtual -> host: the virtual pod's and the enforced ones, then every toleration only the host has
   (its RuntimeClass and DefaultTolerationSeconds admission added them; a real server refuses removing one);
 - ephemeral containers, virtual -> host: each new one, translated, through `pods/ephemeralcontainers`
@@ -110,6 +114,8 @@ class PodUpdate:
         resize: `[{"name", "resources"}]` for the host pod's `pods/resize`.
         host_condition_ops: JSON-patch operations on the host pod's status (its readiness gates' conditions),
             [] when in sync.
+        placement_kept: what of a gated virtual pod's narrowed placement cannot reach the host pod
+            (`gated_placement`), one phrase each; [] when all of it goes.
     """
 
     host_ops: list[Obj] = field(default_factory=list)
@@ -117,6 +123,7 @@ class PodUpdate:
     ephemeral: list[Obj] = field(default_factory=list)
     resize: list[Obj] = field(default_factory=list)
     host_condition_ops: list[Obj] = field(default_factory=list)
+    placement_kept: list[str] = field(default_factory=list)
 
 
 def map_ops(field_: str, have: Any, want: Mapping[str, Any]) -> list[Obj]:
@@ -140,9 +147,9 @@ def map_ops(field_: str, have: Any, want: Mapping[str, Any]) -> list[Obj]:
     return ops
 
 
-def _list_ops(path: str, have: Any, want: list[Obj]) -> list[Obj]:
-    """Replace the host pod's list at `path` with `want`, after a `test` that it is still `have` (the cache's):
-    a host write of the list in between fails the patch (422) instead of being undone."""
+def _list_ops(path: str, have: Any, want: Any) -> list[Obj]:
+    """Replace the host pod's list (or map) at `path` with `want`, after a `test` that it is still `have` (the
+    cache's): a host write of it in between fails the patch (422) instead of being undone."""
     if have is None:
         return [{"op": "add", "path": path, "value": want}]
     return [{"op": "test", "path": path, "value": have}, {"op": "replace", "path": path, "value": want}]
@@ -194,6 +201,74 @@ def scheduling_gates(desired: list[Any], host: list[Any], synced: Any) -> list[A
     from_virtual = set(synced.split(",")) - {""}
     keep = set(translate.gate_names(desired))
     return [g for g in host if not isinstance(g, dict) or g.get("name") in keep or g.get("name") not in from_virtual]
+
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _required_node_affinity(spec: Obj) -> Any:
+    affinity = spec.get("affinity")
+    node = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+    return node.get(REQUIRED) if isinstance(node, dict) else None
+
+
+def _terms(required: Any) -> list[Any]:
+    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+    return terms if isinstance(terms, list) else []
+
+
+def _only_additions(new: Any, old: Any) -> bool:
+    """`validateNodeSelectorTermHasOnlyAdditions`: an empty old term stays empty; the old term's matchExpressions
+    and matchFields are the first ones of the new term's."""
+    new, old = (new if isinstance(new, dict) else {}), (old if isinstance(old, dict) else {})
+    if not old.get("matchExpressions") and not old.get("matchFields"):
+        return not new.get("matchExpressions") and not new.get("matchFields")
+    return all(list(new.get(k) or [])[:len(old.get(k) or [])] == list(old.get(k) or [])
+               for k in ("matchExpressions", "matchFields"))
+
+
+def gated_placement(dspec: Obj, hspec: Obj) -> tuple[list[Obj], list[str]]:
+    """The narrowing of a gated pod's placement the host pod gets while it is gated (`hspec` has scheduling gates):
+    (JSON-patch operations, what is kept back). The API server allows a gated pod's update only to add nodeSelector
+    entries and node affinity requirements (kubernetes pkg/apis/core/validation/validation.go `ValidatePodUpdate`,
+    "validations specific to gated pods": `validateNodeSelectorMutation`, `validateNodeAffinityMutation`), so the
+    virtual pod (`dspec` its translation) can only have narrowed; the host pod gets:
+    - each nodeSelector entry of the translation it lacks. One it has with another value (its RuntimeClass's
+      `scheduling.nodeSelector`, merged at the create) stays and is kept back: the host allows no change of it;
+    - the translation's required node affinity, when the host allows it: the host pod has no required terms, or as
+      many as the translation, each of the host's a prefix of the translation's (requirements added at their
+      end). Otherwise (a host webhook changed them) it is kept back whole. Preferred terms are not updated.
+    Each write is guarded by a `test` of the value the cache holds (a host write in between fails the patch, which
+    is planned again). ([], []) when the host pod is not gated or nothing changed."""
+    if not hspec.get("schedulingGates"):
+        return [], []
+    ops: list[Obj] = []
+    kept: list[str] = []
+    want, have = dspec.get("nodeSelector") or {}, hspec.get("nodeSelector")
+    host_selector = have if isinstance(have, dict) else {}
+    added = {k: v for k, v in want.items() if k not in host_selector}
+    kept += [f"nodeSelector {k}={v} (the host pod has {k}={host_selector[k]})" for k, v in want.items()
+             if k in host_selector and host_selector[k] != v]
+    if added:
+        ops += _list_ops("/spec/nodeSelector", have, {**host_selector, **added})
+    required, host_required = _required_node_affinity(dspec), _required_node_affinity(hspec)
+    if required is not None and required != host_required:
+        terms, host_terms = _terms(required), _terms(host_required)
+        if host_terms and (len(terms) != len(host_terms) or
+                           not all(map(_only_additions, terms, host_terms))):
+            kept.append("the required node affinity (the host pod's terms are not a part of it)")
+        else:
+            affinity = hspec.get("affinity")
+            node = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+            if not isinstance(affinity, dict):
+                ops.append({"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity": {REQUIRED: required}}})
+            elif not isinstance(node, dict):
+                ops += [{"op": "test", "path": "/spec/affinity", "value": affinity},
+                        {"op": "add", "path": "/spec/affinity/nodeAffinity", "value": {REQUIRED: required}}]
+            else:
+                ops += [{"op": "test", "path": "/spec/affinity/nodeAffinity", "value": node},
+                        {"op": "add", "path": f"/spec/affinity/nodeAffinity/{REQUIRED}", "value": required}]
+    return ops, kept
 
 
 def _same_toleration(a: Any, b: Any) -> bool:
@@ -326,6 +401,8 @@ def plan_update(desired: Obj, host: Obj, vpod: Obj, *, vcluster_name: str) -> Po
         out.host_ops.append({"op": "add", "path": "/spec/activeDeadlineSeconds", "value": ads})
     gates = scheduling_gates(dspec.get("schedulingGates") or [], hspec.get("schedulingGates") or [],
                              (hmeta.get("annotations") or {}).get(translate.SCHEDULING_GATES))
+    placement, out.placement_kept = gated_placement(dspec, hspec)  # validated against the gated pod the host has
+    out.host_ops += placement
     if gates != (hspec.get("schedulingGates") or []):
         out.host_ops += _list_ops("/spec/schedulingGates", hspec.get("schedulingGates"), gates)
     host_tolerations = hspec.get("tolerations") or []

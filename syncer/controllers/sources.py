@@ -172,6 +172,8 @@ def _host_pod(obj: Obj) -> Obj:
     for k in ("activeDeadlineSeconds", "runtimeClassName", "nodeName", "tolerations", "schedulingGates"):
         if k in spec:
             keep_spec[k] = spec[k]
+    if spec.get("schedulingGates"):  # a gated pod's placement may still narrow (podupdate.gated_placement)
+        keep_spec.update({k: spec[k] for k in ("nodeSelector", "affinity") if k in spec})
     out: Obj = {"metadata": keep_meta, "spec": keep_spec}
     if "status" in obj:
         out["status"] = obj["status"]
