@@ -199,6 +199,38 @@ async def test_default_strict_and_handlers_per_namespace_over_http(clusters: Clu
         "set spec.runtimeClassName (allowed: gvisor, kata)")
 
 
+async def test_the_classes_a_refused_pod_is_offered_follow_the_host(clusters: Clusters) -> None:
+    # section 6: a refusal says what to change; the usable classes of a pod refused for naming none are those of
+    # the host at the time: a class that appears (or starts matching) is offered, told once, and a host class's
+    # change that changes nothing of the list tells nothing again
+    config = parse_config(rc_config(DEV))
+    policy = parse_policy({"requireRuntimeClassName": True}, config, "p.yaml")
+
+    def refusals(objs: dict[str, Obj]) -> list[tuple[str, int]]:
+        return sorted((e["message"].rsplit("(", 1)[1], e.get("count", 1)) for e in objs.values()
+                      if e["involvedObject"]["name"] == "plain" and e["reason"] == "SyncWarning")
+    async with running_syncer(clusters, rc_config(DEV), policy=policy) as syncer:
+        await clusters.virtual.create(PODS, pod("plain", None), "default")
+        await wait_for(clusters.virtual, EVENTS, lambda o: refusals(o) == [("allowed: none)", 1)],
+                       namespace="default", what="the refusal offering no class")
+        await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", {"environment": "development"}))
+        await wait_for(clusters.virtual, EVENTS, lambda o: ("allowed: gvisor)", 1) in refusals(o),
+                       namespace="default", what="the refusal offering gvisor")
+        await clusters.host.create(RUNTIMECLASSES, rc("other", "runsc"))  # not matching: the list stays
+        await eventually(lambda: syncer.host_rcs.get("other") is not None, "the other class in the cache")
+        await syncer.wait_idle()
+
+        async def listed() -> list[tuple[str, int]]:
+            return refusals({e["metadata"]["name"]: e for e in (await clusters.virtual.list(EVENTS, "default"))[
+                "items"]})
+        assert await listed() == [("allowed: gvisor)", 1), ("allowed: none)", 1)]
+        await clusters.host.delete(RUNTIMECLASSES, "gvisor")
+        await wait_for(clusters.virtual, EVENTS, lambda o: ("allowed: none)", 2) in refusals(o),
+                       namespace="default", what="none offered again once gvisor is gone")
+        await syncer.wait_idle()
+        assert await listed() == [("allowed: gvisor)", 1), ("allowed: none)", 2)]
+
+
 async def test_a_pod_whose_namespace_is_not_cached_yet_waits_for_it(clusters: Clusters) -> None:
     # A new namespace and a pod in it: the two come on different watches, and the pod's may come first. The
     # namespace's labels choose the policy's entry (behaviour.md section 6) and go to the host pod as ns-labels

@@ -50,7 +50,7 @@ from syncer.controllers.podtranslate.references import (
     Dependency,
     not_the_copy,
 )
-from syncer.controllers.refusal import Refusal
+from syncer.controllers.refusal import Refusal, Why
 from syncer.controllers.sources import (
     DEPENDENCY_RESOURCES,
     FORCE_SYNC,
@@ -294,6 +294,10 @@ class PodReconciler:
         # orphaned pods told so (the Orphaned event, the refusal counted): key -> (the virtual pod's resourceVersion
         # then, the reason)
         self._orphans: dict[str, tuple[str, str]] = {}
+        # pods refused for naming no class, with (their resourceVersion, the SyncWarning): the warning lists the
+        # usable host classes, which a host class's change may change (`_pods_of_runtime_class`); told again only
+        # when it or the pod changed, not on each host class's change
+        self._no_class: dict[str, tuple[str, str]] = {}
         self._unserved: set[str] = set()  # pod subresources the host API server answered 404 for
 
     # ------------------------------------------------------------------ what wakes a pod (the watches)
@@ -304,8 +308,8 @@ class PodReconciler:
         - for virtual pods (a change of spec, metadata or identity; not a status write alone);
         - owns this vcluster's host pods (mapped to their virtual pod);
         - watches host RuntimeClasses whose gate view changed (exists, being deleted, matches): the pods that
-          name them, the host pods synced with them, and every pod when it is a policy default or (with a policy)
-          the forced class;
+          name them, the host pods synced with them, the pods refused for naming no class (their SyncWarning lists
+          the usable classes), and every pod when it is a policy default or (with a policy) the forced class;
         - with the priority-class gate, watches host PriorityClasses: the pods that name them;
         - with a nodes selector, watches virtual nodes: the pods bound to them;
         - watches the host objects pods wait for (created, changed, deleted: a copy's annotations decide whether
@@ -355,6 +359,7 @@ class PodReconciler:
         if self.policy is not None and (name in self.policy.defaults() or name == self.config.forced_runtime_class):
             return self.all_pod_keys()  # pods that name no class may get it; every pod runs with a forced class
         keys = dict.fromkeys(self.virtual_pods.keys_by_index(RC_INDEX, name))
+        keys.update(dict.fromkeys(sorted(self._no_class)))  # their warning lists the usable classes: told again
         for hpod in self.host_pods.by_index(RC_INDEX, name):  # incl. orphans whose virtual pod is gone
             keys.update(dict.fromkeys(_virtual_key_of_host_pod(hpod)))
         return list(keys)
@@ -443,6 +448,9 @@ class PodReconciler:
             self._skipped.pop(key, None)
         if not isinstance(action, podplan.ReportOrphaned):
             self._orphans.pop(key, None)
+        if not (isinstance(action, podplan.Refuse) and action.resolution.refusal is not None
+                and action.resolution.refusal.why is Why.NO_CLASS):
+            self._no_class.pop(key, None)
         if vpod is None:
             self._waiting.pop(key, None)
             self._userns_refused.pop(key, None)
@@ -496,6 +504,11 @@ class PodReconciler:
                 await self._copy_status(vpod, hpod)
             case podplan.Refuse(resolution):
                 assert vpod is not None and resolution.refusal is not None
+                if resolution.refusal.why is Why.NO_CLASS:
+                    told = (_rv(vpod), resolution.message)
+                    if self._no_class.get(key) == told:
+                        return None
+                    self._no_class[key] = told
                 if self.policy is not None and resolution.refusal.metric != "gate":
                     self.metrics.pods_refused_by_policy.labels(resolution.refusal.metric).inc()
                 await self._refuse(vpod, resolution.runtime_class, resolution.message)
