@@ -191,3 +191,16 @@ def test_a_key_that_always_fails_stays_at_the_cap_however_many_times() -> None:
     delays = [rl.when("k") for _ in range(1100)]
     assert delays[:3] == [0.05, 0.1, 0.2] and delays[1020:] == [30.0] * 80
     assert rl.failures("k") == 1100
+
+
+async def test_an_add_while_processing_is_counted() -> None:
+    # workqueue_adds_total: client-go's Typed.Add calls `q.metrics.add(item)` before it checks `q.processing`
+    # (k8s.io/client-go/util/workqueue/queue.go); an add of a key already queued (dirty) is not counted
+    adds: list[str] = []
+    queue = WorkQueue("t", on_add=adds.append)
+    queue.add("a")
+    key = await queue.get()
+    queue.add("a")  # changed while its reconcile runs: reconciled again after done()
+    queue.add("a")  # already waiting for that: not counted
+    queue.done(key)
+    assert await queue.get() == "a" and adds == ["a", "a"]

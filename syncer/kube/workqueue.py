@@ -80,7 +80,7 @@ class WorkQueue:
     Args:
         name: for metrics and logs.
         rate_limiter: used by `add_rate_limited` (default: one on `clock`).
-        on_add: optional callback after a key enters the queue (metrics).
+        on_add: optional callback for each add of a key not already queued (the `workqueue_adds_total` metric).
         clock: the time delayed adds are measured and fired on (default the real one).
     """
 
@@ -132,16 +132,18 @@ class WorkQueue:
         await self._idle.wait()
 
     def add(self, key: str) -> None:
-        """Queue `key` unless it is already queued (a key being processed is queued again after)."""
+        """Queue `key` unless it is already queued (a key being processed is queued again after). `on_add` is called
+        for every add that is not already queued, a key being processed included: client-go's `Typed.Add` calls
+        `q.metrics.add(item)` before it checks `q.processing` (k8s.io/client-go/util/workqueue/queue.go)."""
         if self._shutting_down or key in self._dirty:
             return
         self._idle.clear()
         self._dirty.add(key)
+        if self._on_add:
+            self._on_add(key)
         if key in self._processing:
             return
         self._queue.append(key)
-        if self._on_add:
-            self._on_add(key)
         self._wake_one()
 
     def _wake_one(self) -> None:
