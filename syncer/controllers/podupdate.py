@@ -13,8 +13,9 @@ Follows vcluster's pod syncer (`syncer.go`: `Sync`, `resizeHostPodContainerResou
   vcluster never updates them, so a Kueue-style controller that narrows a gated pod's placement and then removes
   its gate has the host pod scheduled without it): only the narrowing the API server allows a gated pod
   (`gated_placement`); what cannot go is named in a `SyncWarning`;
-- tolerations, virtual -> host: the virtual pod's and the enforced ones, then every toleration only the host has
-  (its RuntimeClass and DefaultTolerationSeconds admission added them; a real server refuses removing one);
+- tolerations, virtual -> host: the virtual pod's, then every toleration only the host has (its RuntimeClass and
+  DefaultTolerationSeconds admission added them; a real server refuses removing one), then the enforced ones the
+  host lacks;
 - ephemeral containers, virtual -> host: each new one, translated, through `pods/ephemeralcontainers`
   (`kubectl debug` in the virtual cluster);
 - container cpu/memory, virtual -> host: through `pods/resize`, for the cpu and memory values the virtual pod
@@ -275,17 +276,35 @@ def _same_toleration(a: Any, b: Any) -> bool:
     return a == b or (isinstance(a, dict) and isinstance(b, dict) and scheduling.same_toleration(a, b))
 
 
-def _tolerations(desired: Sequence[Any], host: Sequence[Any]) -> list[Any]:
-    """The desired tolerations, then the host's others. Compared as the API server does (an empty `value` is
-    absent): an enforced `key=:Effect` toleration reads back without its `value`, and is not added again. A host
-    toleration that a desired one equals but for `tolerationSeconds` is that one changed, not another: it is
-    replaced, as the API server allows (pkg/apis/core/validation `validateOnlyAddedTolerations`: an existing
+def _tolerations(desired: Sequence[Any], host: Sequence[Any], virtual: Sequence[Any]) -> list[Any]:
+    """The host pod's tolerations as they should be, in vcluster's order (translate/diff.go `calcSpecDiff`): the
+    virtual pod's (those of the translation `desired` that `virtual`, the virtual pod's own, has), then the host's
+    others in their order, then the enforced ones (the rest of `desired`) the host lacks. So a host pod as created
+    (the virtual pod's, the enforced ones, then what the host's admission appended) is left as it is, and a
+    toleration only the host has keeps its place (`TestDiffTolerationSync`, "remove toleration"). Compared as the API
+    server does (an empty `value` is absent): an enforced `key=:Effect` toleration reads back without its `value`,
+    and is not added again. A host toleration that a desired one equals but for `tolerationSeconds` is that one
+    changed, not another: it is replaced (by the virtual pod's, at the virtual pod's place; by an enforced one, in
+    its place), as the API server allows (pkg/apis/core/validation `validateOnlyAddedTolerations`: an existing
     toleration may change its tolerationSeconds only); kept beside it, the shorter time would still evict the pod
     (the taint manager takes the smallest). Linear in the number of tolerations (`scheduling.toleration_key`): a
     tenant sets as many as it likes (no limit in ValidatePod)."""
-    wanted = {scheduling.toleration_key(d, seconds=False) for d in desired if isinstance(d, dict)}
-    return [*desired, *(t for t in host if (scheduling.toleration_key(t, seconds=False) not in wanted
-                                            if isinstance(t, dict) else t not in desired))]
+    key = scheduling.toleration_key
+    own_keys = {key(t) for t in virtual if isinstance(t, dict)}
+    own = [d for d in desired if not isinstance(d, dict) or key(d) in own_keys]
+    enforced = {key(d, seconds=False): d for d in desired if isinstance(d, dict) and key(d) not in own_keys}
+    replaced = {key(d, seconds=False) for d in own if isinstance(d, dict)}
+    out = list(own)
+    for t in host:
+        if not isinstance(t, dict):
+            if t not in own:
+                out.append(t)
+            continue
+        k = key(t, seconds=False)
+        if k in replaced:
+            continue
+        out.append(enforced.pop(k) if k in enforced else t)
+    return [*out, *enforced.values()]
 
 
 def _resize(desired: Sequence[Any], host: Sequence[Any]) -> list[Obj]:
@@ -406,7 +425,8 @@ def plan_update(desired: Obj, host: Obj, vpod: Obj, *, vcluster_name: str) -> Po
     if gates != (hspec.get("schedulingGates") or []):
         out.host_ops += _list_ops("/spec/schedulingGates", hspec.get("schedulingGates"), gates)
     host_tolerations = hspec.get("tolerations") or []
-    tolerations = _tolerations(dspec.get("tolerations") or [], host_tolerations)
+    tolerations = _tolerations(dspec.get("tolerations") or [], host_tolerations,
+                               (vpod.get("spec") or {}).get("tolerations") or [])
     if len(tolerations) != len(host_tolerations) or not all(map(_same_toleration, tolerations, host_tolerations)):
         out.host_ops += _list_ops("/spec/tolerations", hspec.get("tolerations"), tolerations)
     have = {c.get("name") for c in hspec.get("ephemeralContainers") or [] if isinstance(c, dict)}
