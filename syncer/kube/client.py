@@ -64,8 +64,9 @@ class ApiError(Exception):
 
     Attributes:
         status: HTTP status (0 when no response arrived: connection refused, reset, timeout).
-        reason: the Status reason (NotFound, AlreadyExists, Conflict, Expired, Forbidden, ...).
-        message: the server's message (or the connection error).
+        reason: the Status reason (NotFound, AlreadyExists, Conflict, Expired, Forbidden, ...); always a str (a
+            reason or message passed as anything else is kept as its str()).
+        message: the server's message (or the connection error); always a str.
         cluster, verb, resource: where it happened, for logs (`host`, `create`, `pods`).
         retry_after: seconds from a `Retry-After` header (429/503), else None.
     """
@@ -73,6 +74,8 @@ class ApiError(Exception):
     def __init__(self, status: int, reason: str, message: str, *, cluster: str = "", verb: str = "",
                  resource: str = "", retry_after: float | None = None) -> None:
         where = f"{verb} {resource} on the {cluster} cluster" if cluster else f"{verb} {resource}"
+        # str(): what the loops do with them (hash a reason, search a message) must work whatever a caller passed
+        reason, message = str(reason), str(message)
         super().__init__(f"{where}: {message} (HTTP {status or 'no response'}, {reason})")
         self.status = status
         self.reason = reason
@@ -269,6 +272,13 @@ TRANSIENT_STATUSES = (0, 409, 429, 500, 502, 503, 504)  # no response, conflict,
 PERSISTENT_RETRIES = 5  # a transient failure is logged at warning from this retry on (info before)
 
 
+def status_text(value: Any, fallback: str) -> str:
+    """A Status field (`reason`, `message`) as an ApiError keeps it: `value` when it is a non-empty string, else
+    `fallback` (a proxy's or a broken server's JSON may put an object or a number there; metav1.Status declares
+    both strings, k8s.io/apimachinery/pkg/apis/meta/v1/types.go)."""
+    return value if isinstance(value, str) and value else fallback
+
+
 @dataclass(frozen=True)
 class WatchEvent:
     """One watch event: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, with the raw object dict."""
@@ -416,13 +426,15 @@ class KubeClient:
         return resp
 
     def _error(self, verb: str, label: str, resp: aiohttp.ClientResponse, raw: bytes) -> ApiError:
+        """The ApiError of an answer with status >= 400: reason and message from its body when it is a Status and
+        they are strings (`status_text`), else the HTTP reason phrase and the body's first 500 characters."""
         reason, message = resp.reason or "", raw.decode("utf-8", "replace")[:500]
         try:
             status = jsonutil.loads(raw)
-            if isinstance(status, dict) and status.get("kind") == "Status":
-                reason, message = status.get("reason") or reason, status.get("message") or message
         except ValueError:
-            pass
+            status = None
+        if isinstance(status, dict) and status.get("kind") == "Status":
+            reason, message = status_text(status.get("reason"), reason), status_text(status.get("message"), message)
         retry = resp.headers.get("Retry-After")
         retry_after = float(retry) if retry and retry.replace(".", "", 1).isdigit() else None
         return ApiError(resp.status, reason, message, cluster=self.cluster, verb=verb, resource=label,

@@ -7,7 +7,8 @@ failing key never stops the other keys. A 403 (missing RBAC) is logged once per 
 cluster, at error level, naming the group, instead of on every retry; a 403 that names another cause (a
 ResourceQuota, a terminating namespace, a webhook's denial) is not the syncer's RBAC and is retried as any
 refusal. A worker outlives what a reconcile raises (a CancelledError the reconcile raises itself, not a cancel of
-the worker, is that reconcile's failure); one that ends all the same is logged and makes `healthy` false.
+the worker, is that reconcile's failure; an ApiError's reason and message are strings whatever built it); one that
+ends all the same is logged and makes `healthy` false.
 """
 
 from __future__ import annotations

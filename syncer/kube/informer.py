@@ -25,7 +25,7 @@ from typing import Any
 
 from syncer.kube.cache import Cached, Store, object_key
 from syncer.kube.cache import resource_version as _rv
-from syncer.kube.client import PERSISTENT_RETRIES, ApiError, KubeClient, sleep_or_stop
+from syncer.kube.client import PERSISTENT_RETRIES, ApiError, KubeClient, sleep_or_stop, status_text
 from syncer.kube.clock import Clock, RealClock, Timer
 from syncer.kube.resources import APIResource
 from syncer.kube.workqueue import MAX_EXPONENT
@@ -413,10 +413,7 @@ class Informer:
             if stop.is_set():
                 return
             if ev.type == "ERROR":
-                status = ev.object if isinstance(ev.object, dict) else {}
-                raise ApiError(int(status.get("code") or 500), str(status.get("reason") or "Unknown"),
-                               str(status.get("message") or status), cluster=self.client.cluster, verb="watch",
-                               resource=self.resource.qualified)
+                raise self._error_event(ev.object)
             if not self._worked:
                 self._working()
             if not isinstance(ev.object, dict):
@@ -440,6 +437,16 @@ class Informer:
                 log.warning("%s: skipped a watch event of unknown type %r", self.name, ev.type)
             if rv:
                 self._rv = rv
+
+    def _error_event(self, obj: Any) -> ApiError:
+        """The ApiError of a watch ERROR event whose object is a Status (`obj`, any JSON): its code when it is a
+        positive integer, else 500; its reason and message when they are strings (`status_text`), else Unknown and
+        the object itself."""
+        status = obj if isinstance(obj, dict) else {}
+        code = status.get("code")
+        return ApiError(code if type(code) is int and code > 0 else 500, status_text(status.get("reason"), "Unknown"),
+                        status_text(status.get("message"), str(obj)[:500]), cluster=self.client.cluster,
+                        verb="watch", resource=self.resource.qualified)
 
     def _apply_upsert(self, raw: Obj, *, listing: bool) -> str | None:
         try:
