@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from aiohttp import web
 from kubernetes_asyncio import client as k8s_client
 
@@ -92,6 +93,20 @@ async def informing(server: StandIn, clock: FakeClock) -> AsyncIterator[tuple[In
 def backing_off(clock: FakeClock, seconds: float) -> bool:
     """Whether the only timer on `clock` is a retry `seconds` from now (the watch's idle timer is gone)."""
     return clock.pending() == [clock.now() + seconds]
+
+
+@pytest.mark.parametrize("status", [{"reason": "Expired", "message": "too old resource version"},
+                                    {"reason": "Gone", "code": 500, "message": "too old resource version"}],
+                         ids=["Expired-without-code", "Gone-with-500"])
+async def test_a_watch_error_whose_reason_says_expired_relists(status: Obj) -> None:
+    # client-go's reflector re-lists on isExpiredError: `apierrors.IsResourceExpired(err) || apierrors.IsGone(err)`,
+    # both of which read the Status reason, not the code (client-go tools/cache/reflector.go; apimachinery
+    # pkg/api/errors/errors.go). Retried from resourceVersion 10 instead, the watch failed for ever.
+    event = {"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure", **status}}
+    server, clock = StandIn({"10": [event]}, list_rvs=("10", "20")), FakeClock()
+    async with informing(server, clock) as (inf, _):
+        await eventually(lambda: len(server.watched_from) > 1 or backing_off(clock, 4), "the 410 handled")
+        assert server.watched_from == ["10", "20"] and server.lists == 2 and inf.last_error is None
 
 
 async def test_an_informer_survives_a_status_whose_reason_is_no_string() -> None:

@@ -113,8 +113,12 @@ class ApiError(Exception):
 
     @property
     def expired(self) -> bool:
-        """410 Gone/Expired (resourceVersion too old: re-list)."""
-        return self.status == 410
+        """The resourceVersion is too old (re-list): HTTP 410, or the reason Expired or Gone whatever the code (a
+        watch ERROR event's Status may carry no code, or another one). client-go's reflector re-lists on
+        `isExpiredError`: `apierrors.IsResourceExpired(err) || apierrors.IsGone(err)`, which look at the reason
+        (k8s.io/client-go/tools/cache/reflector.go; k8s.io/apimachinery/pkg/api/errors/errors.go: IsGone also takes
+        a 410 whose reason is unknown; here any 410 re-lists)."""
+        return self.status == 410 or self.reason in EXPIRED_REASONS
 
     @property
     def transient(self) -> bool:
@@ -270,6 +274,7 @@ crash or an unbounded buffer. client-go's framer has no limit; kube-apiserver on
 
 TRANSIENT_STATUSES = (0, 409, 429, 500, 502, 503, 504)  # no response, conflict, throttled, server trouble
 PERSISTENT_RETRIES = 5  # a transient failure is logged at warning from this retry on (info before)
+EXPIRED_REASONS = ("Expired", "Gone")  # metav1.StatusReasonExpired, metav1.StatusReasonGone: `ApiError.expired`
 
 
 def status_text(value: Any, fallback: str) -> str:
