@@ -26,7 +26,7 @@ from syncer.kube.informer import Backoff, Informer
 from syncer.kube.resources import RUNTIMECLASSES
 from syncer.kube.workqueue import RateLimiter, WorkQueue
 from syncer.metrics import Metrics
-from tests.conftest import eventually, serving
+from tests.conftest import Clusters, eventually, serving
 
 Obj = dict[str, Any]
 INFORMER = "fake/runtimeclasses.node.k8s.io"  # how the informer names itself in its log lines
@@ -201,3 +201,57 @@ async def test_a_worker_survives_an_api_error_built_with_a_message_that_is_no_st
         queue.add("a")
         await eventually(lambda: not controller.healthy or "a" in queue.pending(), "a's failure handled")
         assert controller.healthy and controller.forbidden == {("fake", "get", "pods"): "403"}
+
+
+async def test_an_informer_waits_at_most_its_backoff_cap_whatever_retry_after_says(clusters: Clusters) -> None:
+    # client-go's reflector waits on its backoff manager (cap 30 s) and never on Retry-After (tools/cache/reflector.go:
+    # `r.delayHandler()` on a 429, `wait.BackoffUntil` otherwise); here a Retry-After raises the delay up to the cap
+    clusters.host_server.faults.fail(503, verb="list", resource="runtimeclasses", retry_after=86400)
+    clock = FakeClock()
+    inf = Informer(clusters.host, RUNTIMECLASSES, Store(), clock=clock, backoff=Backoff(initial=4, cap=16, jitter=0))
+    stop = asyncio.Event()
+    task = asyncio.create_task(inf.run(stop))
+    try:
+        await eventually(lambda: bool(clock.pending()), "the failed list handled")
+        assert clock.pending() == [clock.now() + 16]  # the cap, not a day
+        clock.advance(16)
+        await asyncio.wait_for(inf.synced.wait(), 5)
+    finally:
+        stop.set()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_key_waits_at_most_the_rate_limiters_cap_whatever_retry_after_says(clusters: Clusters) -> None:
+    # client-go's workqueue retries a failed key after at most its rate limiter's maxDelay
+    # (util/workqueue/default_rate_limiters.go); the REST client honours Retry-After only within one request's at most
+    # 10 retries (rest/with_retry.go). A Retry-After of a day parked the key for a day.
+    clusters.host_server.faults.fail(429, verb="get", resource="runtimeclasses", retry_after=86400)
+
+    async def reconcile(key: str) -> float | None:
+        await clusters.host.get(RUNTIMECLASSES, key)
+        return None
+
+    async with reconciling(reconcile) as (controller, queue, _):
+        queue.add("a")
+        await eventually(lambda: "a" in queue.pending(), "a's failure handled")
+        assert queue.pending() == {"a": 30.0} and controller.healthy
+
+
+async def test_a_retry_after_that_is_no_number_of_seconds_is_ignored() -> None:
+    # client-go's retryAfterSeconds reads the header with strconv.Atoi (ASCII digits; rest/request.go); Python's
+    # str.isdigit() also takes "²", which float() refuses: the request raised ValueError, not an ApiError
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(status=503, text="busy", headers={"Retry-After": "\u00b2"})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    async with serving(app) as url:
+        client = KubeClient(k8s_client.ApiClient(k8s_client.Configuration(host=url)), "fake")
+        try:
+            with pytest.raises(ApiError) as err:
+                await client.get(RUNTIMECLASSES, "a")
+        finally:
+            await client.close()
+    assert err.value.status == 503 and err.value.retry_after is None

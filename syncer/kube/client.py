@@ -19,6 +19,7 @@ import asyncio
 import errno
 import logging
 import os
+import re
 import ssl
 import time
 import urllib.parse
@@ -275,6 +276,7 @@ crash or an unbounded buffer. client-go's framer has no limit; kube-apiserver on
 TRANSIENT_STATUSES = (0, 409, 429, 500, 502, 503, 504)  # no response, conflict, throttled, server trouble
 PERSISTENT_RETRIES = 5  # a transient failure is logged at warning from this retry on (info before)
 EXPIRED_REASONS = ("Expired", "Gone")  # metav1.StatusReasonExpired, metav1.StatusReasonGone: `ApiError.expired`
+_RETRY_AFTER = re.compile(r"[0-9]+(\.[0-9]*)?")  # ASCII digits only: str.isdigit() is also true of "²"
 
 
 def status_text(value: Any, fallback: str) -> str:
@@ -282,6 +284,13 @@ def status_text(value: Any, fallback: str) -> str:
     `fallback` (a proxy's or a broken server's JSON may put an object or a number there; metav1.Status declares
     both strings, k8s.io/apimachinery/pkg/apis/meta/v1/types.go)."""
     return value if isinstance(value, str) and value else fallback
+
+
+def retry_after_seconds(header: str | None) -> float | None:
+    """A `Retry-After` header's delay in seconds, None when it is missing or not a number of seconds (an HTTP date
+    is not read). client-go's `retryAfterSeconds` (k8s.io/client-go/rest/request.go) takes `strconv.Atoi`'s
+    integers; a fraction is taken too."""
+    return float(header) if header and _RETRY_AFTER.fullmatch(header.strip()) else None
 
 
 @dataclass(frozen=True)
@@ -440,10 +449,8 @@ class KubeClient:
             status = None
         if isinstance(status, dict) and status.get("kind") == "Status":
             reason, message = status_text(status.get("reason"), reason), status_text(status.get("message"), message)
-        retry = resp.headers.get("Retry-After")
-        retry_after = float(retry) if retry and retry.replace(".", "", 1).isdigit() else None
         return ApiError(resp.status, reason, message, cluster=self.cluster, verb=verb, resource=label,
-                        retry_after=retry_after)
+                        retry_after=retry_after_seconds(resp.headers.get("Retry-After")))
 
     async def _json(self, verb: str, res: APIResource, method: str, path: str, **kw: Any) -> Obj:
         resp = await self._send(verb, res, method, path, **kw)

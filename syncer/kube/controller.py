@@ -2,13 +2,16 @@
 
 A reconcile takes a key, compares desired with actual state and writes the difference. It returns
 None when done, or a number of seconds after which the key should be looked at again; it raises to
-ask for a retry with per-key exponential backoff (at least the server's Retry-After on 429/503). A
-failing key never stops the other keys. A 403 (missing RBAC) is logged once per verb, resource and
-cluster, at error level, naming the group, instead of on every retry; a 403 that names another cause (a
-ResourceQuota, a terminating namespace, a webhook's denial) is not the syncer's RBAC and is retried as any
-refusal. A worker outlives what a reconcile raises (a CancelledError the reconcile raises itself, not a cancel of
-the worker, is that reconcile's failure; an ApiError's reason and message are strings whatever built it); one that
-ends all the same is logged and makes `healthy` false.
+ask for a retry with per-key exponential backoff (at least the server's Retry-After on 429/503, up to the rate
+limiter's cap: a Retry-After of hours must not park a key for hours; client-go's workqueue retries a failed key
+after at most its rate limiter's maxDelay, `ItemExponentialFailureRateLimiter` in
+k8s.io/client-go/util/workqueue/default_rate_limiters.go, and its REST client honours a Retry-After only within
+one request's at most 10 retries, rest/with_retry.go). A failing key never stops the other keys. A 403 (missing
+RBAC) is logged once per verb, resource and cluster, at error level, naming the group, instead of on every retry; a
+403 that names another cause (a ResourceQuota, a terminating namespace, a webhook's denial) is not the syncer's RBAC
+and is retried as any refusal. A worker outlives what a reconcile raises (a CancelledError the reconcile raises
+itself, not a cancel of the worker, is that reconcile's failure; an ApiError's reason and message are strings
+whatever built it); one that ends all the same is logged and makes `healthy` false.
 """
 
 from __future__ import annotations
@@ -188,6 +191,8 @@ class Controller:
                 log.info("%s: %s %s on the %s cluster is allowed again", self.name, cause[1], cause[2], cause[0])
 
     def _failed(self, key: str, e: BaseException) -> None:
+        """Count and log the failure `e` of `key`'s reconcile and queue its retry after the rate limiter's delay, or
+        the error's Retry-After when longer, up to the rate limiter's cap."""
         self._results["error"].inc()
         self._errors.inc()
         self._retries.inc()
@@ -207,5 +212,5 @@ class Controller:
             log.exception("%s %s: reconcile failed (retry %d)", self.name, key, retries + 1)
         delay = self.queue.rate_limiter.when(key)
         if isinstance(e, ApiError) and e.retry_after:
-            delay = max(delay, e.retry_after)
+            delay = max(delay, min(e.retry_after, self.queue.rate_limiter.cap))
         self.queue.add_after(key, delay)

@@ -96,11 +96,14 @@ class Backoff:
 
     def next(self, at_least: float | None = None) -> float:
         """The next delay in seconds, at most `cap` x (1 + `jitter`) however many failures (the exponent stops at
-        `MAX_EXPONENT`: `2.0 ** 1024` raises OverflowError); `at_least` (a Retry-After, seconds) raises it."""
+        `MAX_EXPONENT`: `2.0 ** 1024` raises OverflowError); `at_least` (a Retry-After, seconds) raises it, up to
+        `cap`: a server's Retry-After of hours must not stop an informer for hours. client-go's reflector waits on its
+        backoff manager alone, at most its 30 s cap, whatever Retry-After said (`r.delayHandler()` on a 429 and
+        `wait.BackoffUntil` on any other failure, k8s.io/client-go/tools/cache/reflector.go)."""
         delay = min(self.cap, self.initial * (2.0 ** min(self._failures, MAX_EXPONENT)))
         self._failures += 1
         delay *= 1 + random.uniform(0, self.jitter)
-        return max(delay, at_least or 0.0)
+        return max(delay, min(at_least or 0.0, self.cap))
 
     def reset(self) -> None:
         """Back to `initial` after a success."""
