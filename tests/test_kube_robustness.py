@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,7 +23,7 @@ from syncer.kube.cache import Store
 from syncer.kube.client import ApiError, KubeClient
 from syncer.kube.clock import FakeClock
 from syncer.kube.controller import Controller
-from syncer.kube.informer import Backoff, Informer
+from syncer.kube.informer import WATCH_IDLE_TIMEOUT, Backoff, Informer
 from syncer.kube.resources import RUNTIMECLASSES
 from syncer.kube.workqueue import RateLimiter, WorkQueue
 from syncer.metrics import Metrics
@@ -93,6 +94,58 @@ async def informing(server: StandIn, clock: FakeClock) -> AsyncIterator[tuple[In
 def backing_off(clock: FakeClock, seconds: float) -> bool:
     """Whether the only timer on `clock` is a retry `seconds` from now (the watch's idle timer is gone)."""
     return clock.pending() == [clock.now() + seconds]
+
+
+UNUSABLE = {  # events the cache cannot take and that do not move the watch's resourceVersion
+    "object-a-string": {"type": "MODIFIED", "object": "not an object"},
+    "object-empty": {"type": "MODIFIED", "object": {}},
+    "no-metadata": {"type": "ADDED", "object": {"kind": "RuntimeClass", "handler": "h"}},
+    "no-resource-version": {"type": "MODIFIED", "object": {"kind": "RuntimeClass", "metadata": {"name": "a"}}},
+    "unknown-type": {"type": "SYNC", "object": {"kind": "RuntimeClass", "metadata": {"name": "a"}}},
+}
+
+
+@pytest.mark.parametrize("event", list(UNUSABLE.values()), ids=list(UNUSABLE))
+async def test_a_watch_that_only_replays_an_unusable_event_is_backed_off(
+        event: Obj, caplog: pytest.LogCaptureFixture) -> None:
+    # The event does not move the resourceVersion, so a watch from the same one gets it again: resumed at once, that
+    # was thousands of watch requests a second. client-go's StreamWatcher ends a watch on an event it cannot decode
+    # and the reflector backs off (k8s.io/apimachinery/pkg/watch/streamwatcher.go receive; client-go
+    # tools/cache/reflector.go handleWatch and its backoff manager), from the first such watch: 4 s, then 8 s here.
+    caplog.set_level(logging.INFO, logger="syncer.kube.informer")
+    server, clock = StandIn({"10": [event]}), FakeClock()
+    async with informing(server, clock) as (inf, _):
+        await eventually(lambda: len(server.watched_from) > 1 or backing_off(clock, 4), "the first watch's end")
+        assert server.watched_from == ["10"], "a watch that applied nothing was resumed at once"
+        assert inf.last_error is not None and inf.last_error.reason == "WatchNoProgress"
+        clock.advance(4)
+        await eventually(lambda: len(server.watched_from) > 2 or backing_off(clock, 8), "the second watch's end")
+        assert server.watched_from == ["10", "10"] and server.lists == 1  # the backoff doubled: nothing reset it
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"{INFORMER}: ")]
+    assert any("WatchNoProgress" in m and "from resourceVersion 10 ended after 1 event(s)" in m for m in logged)
+
+
+async def test_a_watch_that_replays_a_bookmark_of_its_own_resource_version_is_a_very_short_watch() -> None:
+    # A BOOKMARK at the watch's own resourceVersion moves nothing (kube-apiserver never sends one: cacheWatcher.process
+    # sends only events and bookmarks newer than the watch's resourceVersion, k8s.io/apiserver/pkg/storage/cacher):
+    # the stream that ends at once after it is a "very short watch", the second in a row backed off (4 s).
+    same = {"type": "BOOKMARK", "object": {"kind": "RuntimeClass", "metadata": {"resourceVersion": "10"}}}
+    server, clock = StandIn({"10": [same]}), FakeClock()
+    async with informing(server, clock) as (inf, _):
+        await eventually(lambda: len(server.watched_from) > 2 or backing_off(clock, 4), "two watches' end")
+        assert server.watched_from == ["10", "10"]
+        assert inf.last_error is not None and inf.last_error.reason == "VeryShortWatch"
+
+
+async def test_a_watch_that_applied_an_event_after_an_unusable_one_is_resumed_at_once() -> None:
+    # the change at 12 moved the resourceVersion: the next watch starts after both events, nothing to back off
+    bad = UNUSABLE["object-empty"]
+    good = {"type": "ADDED", "object": {"metadata": {"name": "b", "resourceVersion": "12"}}}
+    server, clock = StandIn({"10": [bad, good]}), FakeClock()
+    async with informing(server, clock) as (inf, _):
+        await eventually(lambda: server.watched_from == ["10", "12"], "the watch resumed from 12")
+        assert inf.store.get("b") is not None and inf.last_error is None
+        assert clock.pending() == [clock.now() + WATCH_IDLE_TIMEOUT]  # only the open stream's idle timer
 
 
 @pytest.mark.parametrize("status", [{"reason": "Expired", "message": "too old resource version"},

@@ -3,12 +3,14 @@
 The reflector lists, then watches from the list's resourceVersion with bookmarks and a server-side
 timeout. When a watch ends it resumes from the last resourceVersion it saw (no re-list); on 410
 Expired it re-lists; on other errors it retries with capped exponential backoff and jitter, honouring
-Retry-After. Three rules keep a misbehaving server or network from going unnoticed or being hammered
-(see `Informer.run`): a watch that ends within `SHORT_WATCH` seconds without an event, right after another
-such watch, is a failure (client-go's "very short watch"); a 410 within `EXPIRED_BACKOFF_RESET` seconds of
-the previous one re-lists only after a backoff; a watch stream silent for `WATCH_IDLE_TIMEOUT` seconds is
-broken off and resumed. A re-list replaces the cache and reports only real differences to the handlers
-(objects whose resourceVersion changed, appeared or vanished), so a reconnect does not wake every reconciler.
+Retry-After up to the backoff's cap. Four rules keep a misbehaving server or network from going unnoticed or
+being hammered (see `Informer.run`): a watch that ends within `SHORT_WATCH` seconds without an event, right after
+another such watch, is a failure (client-go's "very short watch"); so is a watch that ends having sent events none of
+which moved its resourceVersion (none could be used: the next watch would get them again); a 410 within
+`EXPIRED_BACKOFF_RESET` seconds of the previous one re-lists only after a backoff; a watch stream silent for
+`WATCH_IDLE_TIMEOUT` seconds is broken off and resumed. A re-list replaces the cache and reports only real
+differences to the handlers (objects whose resourceVersion changed, appeared or vanished), so a reconnect does not
+wake every reconciler.
 
 Handlers must be quick and synchronous: they map a change to work-queue keys, nothing else.
 Objects that cannot be cached (no name) are skipped with a log line naming them.
@@ -42,11 +44,12 @@ moment later, which would then be retried without the backoff ever growing."""
 Obj = dict[str, Any]
 
 SHORT_WATCH = 1.0
-"""Seconds: a watch stream that ends sooner than this without delivering any event (a BOOKMARK counts) is a "very
-short watch". The first in a row is resumed at once (a stream cut just after it opened, by an API server restart or
-a load balancer, recovers without delay); the next ones, until a stream delivers an event or lasts `SHORT_WATCH`,
-are failures retried with the informer's backoff: a proxy, load balancer or API server that closes every stream
-cleanly would otherwise get an unthrottled loop of watch requests. client-go's reflector, `handleWatch` in
+"""Seconds: a watch stream that ends sooner than this without delivering any event that moved its resourceVersion
+(an object's, or a BOOKMARK's) is a "very short watch". The first in a row is resumed at once (a stream cut just
+after it opened, by an API server restart or a load balancer, recovers without delay); the next ones, until a
+stream delivers such an event or lasts `SHORT_WATCH`, are failures retried with the informer's backoff: a proxy,
+load balancer or API server that closes every stream cleanly would otherwise get an unthrottled loop of watch
+requests. client-go's reflector, `handleWatch` in
 k8s.io/client-go/tools/cache/reflector.go: `watchDuration < 1*time.Second && eventCount == 0` is the error
 "very short watch: ... Unexpected watch close - watch lasted less than a second and no items received", backed off
 from the first (800 ms); the one free retry here costs one request per run of failures."""
@@ -168,9 +171,10 @@ class Informer:
         self._failures = 0  # failed lists/watches since the last connection
         self._expired_at: float | None = None  # watch_clock time of the last 410
         self._heard_at = 0.0  # watch_clock time the current watch stream last delivered an event (or started)
-        self._events = 0  # events the current watch stream delivered
+        self._events = 0  # events of the current watch stream that moved its resourceVersion
+        self._unmoved = 0  # events of the current watch stream, no BOOKMARK, that did not (see `_read_watch`)
         self._short_watches = 0  # very short watches in a row
-        self._worked = False  # the current watch delivered an event that is no ERROR, or lasted WORKED_AFTER
+        self._worked = False  # the current watch moved its resourceVersion, or lasted WORKED_AFTER
         self._accepted_at: float | None = None  # watch_clock time the server accepted the current watch
         self._recovering: ApiError | None = None  # the failure before the watch accepted since (logged once it works)
 
@@ -182,15 +186,22 @@ class Informer:
         """List and watch until `stop` is set. Never raises but CancelledError: an exception that is no ApiError
         (a bug) is logged with its traceback and retried as a failure, `last_error` status 0 InternalError.
 
-        A watch that ends after an event or after `SHORT_WATCH` seconds is resumed at once from the last
-        resourceVersion, and so is the first that ends sooner without an event. These set `last_error`, are
-        logged, and are retried after `backoff` (on `clock`), a watch from the last resourceVersion: a failed list
-        or watch; a second such "very short watch" in a row (an ApiError status 0, reason VeryShortWatch); a watch
-        silent for `watch_idle_timeout` seconds (status 0, WatchStalled). A 410 Expired re-lists: at once when it
-        is the first for `EXPIRED_BACKOFF_RESET` seconds, else after a backoff that doubles per such 410 (and sets
-        `last_error` meanwhile). The backoff and the count of failures that escalates their log start again once a
-        list succeeds or a watch works: it delivers an event that is no ERROR (a BOOKMARK counts), or lasts
-        `WORKED_AFTER` seconds after the server accepted it; a watch accepted and then failing is a failure.
+        An event "moves" the watch when it moves the resourceVersion the next watch starts from (an ADDED,
+        MODIFIED or DELETED at a newer resourceVersion, or a BOOKMARK); an event that does not (an object that
+        cannot be cached and carries no newer resourceVersion, an unknown type) is skipped with a warning, and the
+        next watch from the same resourceVersion would get it again. A watch that ends after a moving event or
+        after `SHORT_WATCH` seconds is resumed at once from the last resourceVersion, and so is the first that ends
+        sooner without any event. These set `last_error`, are logged, and are retried after `backoff` (on `clock`;
+        a Retry-After raises it up to the backoff's cap), a watch from the last resourceVersion: a failed list or
+        watch; a watch that ends having sent events, none of them moving (status 0, reason WatchNoProgress: client-go's
+        StreamWatcher ends a watch on an event it cannot decode and the reflector backs off, watch/streamwatcher.go
+        and tools/cache/reflector.go); a second "very short watch" in a row (status 0, VeryShortWatch); a watch
+        silent for `watch_idle_timeout` seconds (status 0, WatchStalled). A 410 Expired (or reason Expired or
+        Gone: `ApiError.expired`) re-lists: at once when it is the first for `EXPIRED_BACKOFF_RESET` seconds, else
+        after a backoff that doubles per such 410 (and sets `last_error` meanwhile). The backoff and the count of
+        failures that escalates their log start again once a list succeeds or a watch works: it sends a moving
+        event, or lasts `WORKED_AFTER` seconds after the server accepted it; a watch accepted and then failing is a
+        failure.
         """
         while not stop.is_set():
             try:
@@ -269,7 +280,7 @@ class Informer:
         self.last_error = None
 
     def _working(self) -> None:
-        """A list succeeded, or a watch delivered an event that is no ERROR (a BOOKMARK counts) or lasted
+        """A list succeeded, or a watch delivered an event that moved its resourceVersion (a BOOKMARK counts) or lasted
         `WORKED_AFTER` seconds: the backoff starts again from its initial delay and the failures from 0 (client-go's
         reflector resets its backoff manager after 2 minutes without a failure: `wait.NewExponentialBackoffManager(
         800ms, 30s, 2*time.Minute, 2.0, 1.0, clock)`, tools/cache/reflector.go). Logs the recovery once."""
@@ -342,13 +353,14 @@ class Informer:
 
         Raises:
             ApiError: the watch failed or sent an ERROR event; status 0 with reason WatchStalled when the stream
-                was silent for `watch_idle_timeout` seconds, VeryShortWatch when it ended within `SHORT_WATCH`
-                seconds without an event right after another such watch (see `SHORT_WATCH`).
+                was silent for `watch_idle_timeout` seconds, WatchNoProgress when it ended having sent events of which
+                none moved its resourceVersion, VeryShortWatch when it ended within `SHORT_WATCH` seconds without
+                such an event right after another such watch (see `SHORT_WATCH`).
         """
         assert self._rv is not None
         clock, limit, rv = self.watch_clock, self.watch_idle_timeout, self._rv
         started = self._heard_at = clock.now()
-        self._events = 0
+        self._events = self._unmoved = 0
         self._worked, self._accepted_at = False, None
         reading = asyncio.ensure_future(self._read_watch(stop))
         silent_for: list[float] = []  # set once the watchdog broke the stream off
@@ -386,6 +398,11 @@ class Informer:
             if not self._worked and self._lasted():
                 self._working()  # before the failure that ended it counts
         duration = clock.now() - started
+        if self._unmoved and not self._events and not stop.is_set():
+            raise ApiError(0, "WatchNoProgress", f"the watch stream from resourceVersion {rv} ended after "
+                           f"{self._unmoved} event(s) of which none moved its resourceVersion (none could be cached "
+                           f"at a newer one): a watch from there would get them again", cluster=self.client.cluster,
+                           verb="watch", resource=self.resource.qualified)
         if stop.is_set() or self._events or duration >= SHORT_WATCH:
             self._short_watches = 0
             return
@@ -398,8 +415,10 @@ class Informer:
                   rv, duration)
 
     async def _read_watch(self, stop: asyncio.Event) -> None:
-        """Apply the events of one watch from `_rv` to the cache until the stream ends or `stop` is set; each
-        event notes its time in `_heard_at` and counts in `_events`.
+        """Apply the events of one watch from `_rv` to the cache until the stream ends or `stop` is set. Each event
+        notes its time in `_heard_at`; one that moved `_rv` (the resourceVersion the next watch starts from) counts
+        in `_events`, one that did not, but a BOOKMARK, in `_unmoved` (a BOOKMARK at the same resourceVersion is
+        neither: it says the stream is alive, nothing more).
 
         Raises:
             ApiError: the watch failed or sent an ERROR event.
@@ -412,21 +431,16 @@ class Informer:
                                           metadata_only=self.metadata_only,
                                           on_connected=self._connected):
             self._heard_at = clock.now()
-            self._events += 1
             if stop.is_set():
                 return
             if ev.type == "ERROR":
                 raise self._error_event(ev.object)
-            if not self._worked:
-                self._working()
+            before = self._rv
+            rv = _rv(ev.object) if isinstance(ev.object, dict) else ""
             if not isinstance(ev.object, dict):
-                log.warning("%s: skipped a %s event whose object is not a JSON object", self.name, ev.type)
-                continue
-            rv = _rv(ev.object)
-            if ev.type == "BOOKMARK":
-                self._rv = rv or self._rv
-                continue
-            if ev.type in ("ADDED", "MODIFIED"):
+                log.warning("%s: skipped a %s event whose object is not a JSON object, at resourceVersion %s: %.200r",
+                            self.name, ev.type, before, ev.object)
+            elif ev.type in ("ADDED", "MODIFIED"):
                 self._apply_upsert(ev.object, listing=False)
             elif ev.type == "DELETED":
                 try:
@@ -436,10 +450,17 @@ class Informer:
                     old = None
                 if old is not None:
                     self._dispatch_delete(old)
-            else:
+            elif ev.type != "BOOKMARK":
                 log.warning("%s: skipped a watch event of unknown type %r", self.name, ev.type)
             if rv:
                 self._rv = rv
+            if self._rv == before:
+                if ev.type != "BOOKMARK":
+                    self._unmoved += 1
+                continue
+            self._events += 1
+            if not self._worked:
+                self._working()
 
     def _error_event(self, obj: Any) -> ApiError:
         """The ApiError of a watch ERROR event whose object is a Status (`obj`, any JSON): its code when it is a
