@@ -38,6 +38,15 @@ class Probed(Protocol):
         """/readyz when not ready: the reasons, one per line."""
 
 
+# How long a stop waits for the connections still open (aiohttp's BaseRunner `shutdown_timeout`, 60 s by default,
+# counted twice per connection: for its handler to finish, then for its task once the handler is cancelled), and how
+# long a response waits for the rest of a request body the client never finishes (aiohttp's RequestHandler
+# `lingering_time`, 10 s by default, which that stop waited out too). Every handler here answers at once, so half a
+# second each is plenty, and a client that leaves a request unfinished no longer holds the stop (SIGTERM or SIGINT
+# stops the process within 10 s, behaviour.md section 7; the syncer's own drain and lease release take up to 8 s).
+SHUTDOWN_SECONDS = 0.5
+LINGER_SECONDS = 0.5
+
 # The hosts that mean every address (Go's net.Listen: an empty host, 0.0.0.0 and :: are all wildcards).
 _WILDCARDS = ("", "0.0.0.0", "::")
 
@@ -114,7 +123,8 @@ class ProbeServer:
             host, port = parse_bind_address(addr)
             app = web.Application()
             app.add_routes([r for _, r in routes])
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_SECONDS,
+                                   lingering_time=LINGER_SECONDS)
             await runner.setup()
             site = _wildcard_site(runner, port) if host is None else web.TCPSite(runner, host, port)
             await site.start()
@@ -124,7 +134,7 @@ class ProbeServer:
                 self.ports[kind] = bound
 
     async def stop(self) -> None:
-        """Close the listeners."""
+        """Close the listeners, then the connections: within 2 x `SHUTDOWN_SECONDS` (1 s) whatever a client does."""
         for r in self._runners:
             await r.cleanup()
         self._runners.clear()
