@@ -18,7 +18,9 @@ The manager only wires the declarations to the queues and runs them; it holds no
 
 Start order: informers start and list; controllers start only once every cache is synced (so no
 reconcile acts on a half-filled cache); readiness is reported once each key queued at start-up has
-been reconciled once. Stop: informers and workers stop; in-flight reconciles get a bounded time.
+been reconciled once. Stop: informers and workers stop; in-flight reconciles get a bounded time, during
+which a leader goes on renewing its Lease (a Lease lost cancels them at once); it releases the Lease once
+they stopped.
 """
 
 from __future__ import annotations
@@ -267,15 +269,26 @@ class Syncer:
                 await elector.release(timeout=2.0)
 
     async def _finish(self) -> None:
-        """Informers and the election stop at once (a watch may be silent for a minute); controllers get
-        up to 6 s to finish in-flight reconciles, then are cancelled (at once after a lost lease)."""
-        cancel_now = [t for t in self._tasks if t.get_name().startswith(("informer ", "leader election"))]
+        """Stop: informers at once (a watch may be silent for a minute); controllers get up to 6 s to finish their
+        in-flight reconciles, then are cancelled; the election goes on renewing the Lease until they stopped, and a
+        Lease lost meanwhile cancels them at once (as does a lease lost before: in-flight reconciles are abandoned).
+
+        controller-runtime's `engageStopProcedure` (pkg/manager/internal.go) stops the leader-election runnables
+        first and cancels leader election only once they stopped; its `OnStoppedLeading` sets the graceful shutdown
+        timeout to 0. Cancelling the election at once, as this did, left the drain without renewals and without the
+        renew-deadline guard: another replica could take the Lease while this one still wrote.
+        """
+        election = [t for t in self._tasks if t.get_name() == "leader election"]
+        cancel_now = [t for t in self._tasks if t.get_name().startswith("informer ")]
         if self.lost_leadership:  # stop writing at once: in-flight reconciles are abandoned
             cancel_now = list(self._tasks)
         for t in cancel_now:
             t.cancel()
-        others = [t for t in self._tasks if t not in cancel_now]
-        _, pending = await asyncio.wait(others, timeout=6.0) if others else (set(), set())
+        draining = [t for t in self._tasks if t not in cancel_now and t not in election]
+        lost = self.elector.lost if self.elector is not None else asyncio.Event()
+        if draining and not await _wait_or_stop(asyncio.wait(draining, timeout=6.0), lost):
+            self.lost_leadership = True  # the elector said so (`lost the lease ...; stopped writing`)
+        pending = [t for t in [*draining, *election] if not t.done()]
         for t in pending:
             t.cancel()
         for t in [*cancel_now, *pending]:

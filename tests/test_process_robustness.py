@@ -1,8 +1,13 @@
-"""The process under what others do to it: a probe client that never finishes its request.
+"""The process under what others do to it: a probe client that never finishes its request, a clean stop while a
+reconcile is in flight with another replica waiting for the Lease.
 
 - SIGTERM or SIGINT stops cleanly with exit status 0 within 10 seconds (behaviour.md section 7), whatever a client of
   the probe/metrics port does: aiohttp's defaults (a 10 s wait for an unfinished request body, a 60 s wait for open
   connections) made it 10.6 s.
+- On a clean stop the leader goes on renewing its Lease while its in-flight reconciles drain, and releases it once
+  they stopped; a Lease lost meanwhile stops them at once (controller-runtime, pkg/manager/internal.go
+  `engageStopProcedure`: leader election is cancelled only after the runnables stopped; `OnStoppedLeading` sets the
+  graceful shutdown timeout to 0).
 """
 
 from __future__ import annotations
@@ -10,9 +15,12 @@ from __future__ import annotations
 import asyncio
 import socket
 
+from syncer.kube.client import KubeClient
+from syncer.kube.leader import LeaderElector
 from syncer.kube.resources import RUNTIMECLASSES
-from tests.conftest import HOST_NS, VCLUSTER, Clusters, rc
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, rc
 from tests.procs import SyncerProcess
+from tests.test_leader import campaigning
 
 CONFIG = "examples/vcluster-matchlabels.yaml"  # selector environment=development
 STOP_WITHIN = 10  # seconds: "SIGTERM or SIGINT stops cleanly with exit status 0 within 10 seconds" (behaviour.md 7)
@@ -68,3 +76,70 @@ async def test_sigterm_stops_within_10s_while_a_probe_client_leaves_its_request_
         if writer is not None:
             writer.close()
         await _killed(proc)
+
+
+# ---------------------------------------------------------------------------------------------- stop, leader election
+
+def _renewals(clusters: Clusters, agent: str, since: int) -> int:
+    """Writes of the Lease by the client whose user agent ends with `agent`, among the host's requests from `since`."""
+    return sum(1 for method, path, ua in clusters.host_server.requests[since:]
+               if method == "PUT" and "/leases/" in path and ua.endswith(agent))
+
+
+async def test_a_stopping_leader_renews_its_lease_until_its_reconciles_drained_then_releases_it(
+        clusters: Clusters) -> None:
+    # Lease 3 s, renew deadline 2.5 s, retry 1 s (tests/test_leader.py `campaigning`); a clean stop gives an in-flight
+    # reconcile up to 5 s (syncer/kube/controller.py), longer than the Lease: without renewals replica two took it
+    # about 3 s into the drain while one's create was still on its way.
+    other = await KubeClient.from_kubeconfig(str(clusters.host_kubeconfig), "host", user_agent="syncer (two)")
+    two = LeaderElector(other, HOST_NS, "lease", "two", lease_duration=3, renew_deadline=2.5, retry_period=1)
+    two_task: asyncio.Task[None] | None = None
+    try:
+        async with campaigning(clusters) as c:
+            held = clusters.virtual_server.faults.hold(verb="create", resource="runtimeclasses", agent="(one)")
+            try:
+                await asyncio.wait_for(c.syncer.ready_event.wait(), 10)
+                two_task = asyncio.create_task(two.run())  # a follower
+                await clusters.host.create(RUNTIMECLASSES, rc("a"))
+                await asyncio.wait_for(held.wait_hits(1), 10)  # one's reconcile of "a" waits for its create's answer
+                since = len(clusters.host_server.requests)
+                c.syncer_stop.set()  # SIGTERM: in-flight reconciles get their grace
+                # four renewals a retry period (1 s) apart: the drain outlasted the 3 s Lease
+                two_leads = asyncio.ensure_future(two.leading.wait())
+                renewed = asyncio.ensure_future(eventually(lambda: _renewals(clusters, "(one)", since) >= 4,
+                                                           "one renews its lease while it drains", 10))
+                await asyncio.wait({two_leads, renewed}, return_when=asyncio.FIRST_COMPLETED)
+                two_leads.cancel()
+                assert not two.leading.is_set(), "replica two leads while replica one's reconcile is in flight"
+                renewed.result()  # raises when one did not renew
+                assert c.syncer.rc_queue.processing == 1 and not c.task.done()
+            finally:
+                held.release()
+            # the create answered, the drain ends, one releases the Lease: two leads on its next attempt (1 s), not
+            # after the Lease's 3 s
+            await asyncio.wait_for(two.leading.wait(), 10)
+            assert c.task.done() and c.syncer.rc_queue.processing == 0
+            assert not c.syncer.lost_leadership
+    finally:
+        if two_task is not None:
+            two_task.cancel()
+            await asyncio.gather(two_task, return_exceptions=True)
+        await other.close()
+
+
+async def test_a_lease_lost_while_stopping_abandons_the_in_flight_reconciles_at_once(clusters: Clusters) -> None:
+    # no writes after the Lease is lost, a clean stop's drain included (OnStoppedLeading: graceful shutdown 0)
+    async with campaigning(clusters) as c:
+        held = clusters.virtual_server.faults.hold(verb="create", resource="runtimeclasses", agent="(one)")
+        try:
+            await asyncio.wait_for(c.syncer.ready_event.wait(), 10)
+            await clusters.host.create(RUNTIMECLASSES, rc("a"))
+            await asyncio.wait_for(held.wait_hits(1), 10)
+            c.syncer_stop.set()  # the drain begins (up to 5 s for the held create)
+            clusters.host_server.faults.fail(500, resource="leases", times=10_000)  # renewals fail from now on
+            await asyncio.wait_for(c.elector.lost.wait(), 10)  # renew deadline 2.5 s
+            finished, _ = await asyncio.wait({c.task}, timeout=1.0)  # not wait_for: it would cancel the run
+            assert finished == {c.task}, "the drain went on after the Lease was lost"
+            assert c.syncer.lost_leadership and c.syncer.rc_queue.processing == 0
+        finally:
+            held.release()
