@@ -89,13 +89,55 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out)
 
 
+# What a text line shows of a control character, as Go's strconv.Quote (klog's quoting of a value) writes it: the C0
+# controls and DEL, the C1 controls (NEL among them) and the Unicode line and paragraph separators, which editors and
+# log viewers take for line breaks too. Nothing else changes (a tenant's UTF-8 text stays readable).
+_ESCAPES: dict[int, str] = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}, **{c: f"\\u{c:04x}" for c in range(0x80, 0xA0)},
+    0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0B: "\\v", 0x0C: "\\f", 0x0D: "\\r",
+    0x2028: "\\u2028", 0x2029: "\\u2029"}
+_IN_BLOCK = {k: v for k, v in _ESCAPES.items() if k != 0x0A}  # a traceback keeps its lines
+
+
+def escape(text: str) -> str:
+    """`text` on one line: each control character written as its escape (`\\n`, `\\r`, `\\x1b`, ...)."""
+    return text.translate(_ESCAPES)
+
+
+class TextFormatter(logging.Formatter):
+    """`<time> <LEVEL> <logger>: <message>`, one line per record whatever its text holds.
+
+    A message carries text from outside the syncer: an API server's error message, which relays a tenant's admission
+    webhook's denial as it was written, and names of tenants' objects. Written as is, a newline in it started a line
+    of its own, which a reader or a log collector took for a record of its own (a forged `ERROR ... lost the lease`).
+    So a message's control characters are escaped (`escape`), as klog quotes a value (Go's strconv.Quote); a
+    traceback or stack keeps its lines, each indented by a tab (klog writes a multi-line value so), with its other
+    control characters escaped: no line of a record but its first starts at the margin, where every record's time
+    stamp is. The JSON format (`JsonFormatter`) needs none of this: json.dumps escapes them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.message = escape(record.getMessage())
+        record.asctime = self.formatTime(record, self.datefmt)
+        line = self.formatMessage(record)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        for block in (record.exc_text, record.stack_info and self.formatStack(record.stack_info)):
+            if block:
+                line += "".join("\n\t" + part.translate(_IN_BLOCK) for part in block.split("\n"))
+        return line
+
+
 def setup(fmt: str = "text", level: int = logging.INFO) -> None:
     """Configure the root logger to stderr in `fmt` ("text" or "json")."""
     handler = BatchingStreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter())
     # What no record here uses is not collected (the logging HOWTO's "Optimization": caller, thread and
     # process information), so a record costs its message and its line, and nothing below the level
     logging._srcfile = None

@@ -1,5 +1,5 @@
 """The process under what others do to it: a probe client that never finishes its request, a clean stop while a
-reconcile is in flight with another replica waiting for the Lease.
+reconcile is in flight with another replica waiting for the Lease, and tenant text with line breaks in the log.
 
 - SIGTERM or SIGINT stops cleanly with exit status 0 within 10 seconds (behaviour.md section 7), whatever a client of
   the probe/metrics port does: aiohttp's defaults (a 10 s wait for an unfinished request body, a 60 s wait for open
@@ -8,22 +8,27 @@ reconcile is in flight with another replica waiting for the Lease.
   they stopped; a Lease lost meanwhile stops them at once (controller-runtime, pkg/manager/internal.go
   `engageStopProcedure`: leader election is cancelled only after the runnables stopped; `OnStoppedLeading` sets the
   graceful shutdown timeout to 0).
+- A text log line is one record: a message's line breaks and other control characters are escaped, as klog quotes a
+  value (Go's strconv.Quote), so a tenant's admission webhook denial relayed by the API server cannot forge a line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import sys
 
 from syncer.kube.client import KubeClient
 from syncer.kube.leader import LeaderElector
 from syncer.kube.resources import RUNTIMECLASSES
 from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, rc
-from tests.procs import SyncerProcess
+from tests.procs import REPO, SyncerProcess
 from tests.test_leader import campaigning
 
 CONFIG = "examples/vcluster-matchlabels.yaml"  # selector environment=development
 STOP_WITHIN = 10  # seconds: "SIGTERM or SIGINT stops cleanly with exit status 0 within 10 seconds" (behaviour.md 7)
+# a line as the text format writes it, here a forged record of another logger (syncer/kube/leader.py's error)
+FORGED = "2026-01-01 00:00:00,000 ERROR   syncer.kube.leader: one lost the lease vc/lease; stopped writing"
 
 
 def _free_port() -> int:
@@ -143,3 +148,40 @@ async def test_a_lease_lost_while_stopping_abandons_the_in_flight_reconciles_at_
             assert c.syncer.lost_leadership and c.syncer.rc_queue.processing == 0
         finally:
             held.release()
+
+
+# ---------------------------------------------------------------------------------------------- log lines
+
+async def test_a_tenant_webhook_denial_cannot_forge_a_log_line(clusters: Clusters) -> None:
+    # kube-apiserver relays an admission webhook's denial as the webhook wrote it (webhook status.message); the
+    # tenant's webhook controls every byte of it, line breaks included
+    denial = f'admission webhook "deny.tenant.example" denied the request: no\n{FORGED}\r\x1b[2K'
+    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", labels={"environment": "development"}))
+    refused = clusters.virtual_server.faults.fail(400, verb="create", resource="runtimeclasses", message=denial)
+    proc = await _syncer(clusters).start()
+    try:
+        line = await proc.wait_for_line("denied the request")
+        await asyncio.wait_for(refused.wait_hits(1), 10)
+        assert not any(text.startswith(FORGED) for text in proc.lines)
+        assert r"denied the request: no\n" + FORGED + r"\r\x1b[2K" in line  # escaped, as strconv.Quote writes
+        assert await proc.stop() == 0
+        assert not any(text.startswith(FORGED) for text in proc.lines)
+    finally:
+        await _killed(proc)
+
+
+async def test_a_traceback_keeps_its_lines_indented_so_none_starts_a_record() -> None:
+    # a traceback's lines stay lines (readable), each indented by a tab as klog writes a multi-line value: the
+    # exception's message, tenant text included, cannot start a line at the margin where records start
+    code = ("import asyncio, logging; from syncer import logs; logs.setup()\n"
+            "try:\n"
+            f"    raise ValueError('denied: no\\n' + {FORGED!r} + '\\rx')\n"
+            "except ValueError:\n"
+            "    logging.getLogger('x').exception('reconcile failed')\n")
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", code, cwd=REPO, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    first, *rest = err.decode().splitlines()
+    assert first.endswith("ERROR   x: reconcile failed")
+    assert rest[0] == "\tTraceback (most recent call last):"
+    assert rest[-2:] == ["\tValueError: denied: no", f"\t{FORGED}\\rx"]
+    assert all(text.startswith("\t") for text in rest)
