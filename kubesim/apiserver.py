@@ -212,6 +212,10 @@ def _dry_run(values: Any, kind: str) -> bool:
     return bool(given)
 
 
+# Media types a real server decodes and this one does not (kubesim/README.md, "What it does not emulate").
+UNDECODED_MEDIA_TYPES = ("application/vnd.kubernetes.protobuf", "application/cbor")
+
+
 class EmbeddedAPIServer:
     """A Kubernetes API server on 127.0.0.1 (real HTTP) backed by in-memory storage.
 
@@ -488,6 +492,9 @@ class EmbeddedAPIServer:
         else:
             if m == "GET":
                 obj = self._get(res, ns, name)
+                if "as=Table" in request.headers.get("Accept", "") and not sub:  # `kubectl get pod x`: its columns
+                    return _json_response(to_table(res, [obj], str(obj["metadata"].get("resourceVersion", "")),
+                                                   request.query.get("includeObject", "")))
                 return _json_response(_metadata(obj) if _wants_metadata(request) else obj)
             if m == "POST" and sub == "binding":
                 return await self._bind(request, ns, name)
@@ -712,6 +719,12 @@ class EmbeddedAPIServer:
         raw = await request.read()
         if not raw:
             return None
+        if kind and request.content_type in UNDECODED_MEDIA_TYPES:
+            # no protobuf or CBOR decoder here: refused as a server refuses a media type it has no serializer for
+            # (apimachinery's negotiation.NewUnsupportedMediaTypeError, 415), which the real kubectl prints (its
+            # `create configmap|secret|namespace` send protobuf; `apply -f` sends JSON)
+            raise StatusError(415, "the body of the request was in an unknown format - accepted media types include: "
+                                   "application/json, application/yaml")
         try:
             if "yaml" in request.content_type:
                 return quantity.mark_go_escapes(yaml.safe_load(raw))

@@ -91,3 +91,17 @@ async def test_describe_pod_shows_an_ignored_namespace_selector_once(clusters: C
         assert out.count("SyncWarning") == 1
     [event] = await warnings_for(clusters, "web")
     assert event["count"] == 1
+
+
+async def test_kubectl_get_by_name_and_a_protobuf_create_as_against_a_server_without_protobuf(
+        clusters: Clusters) -> None:
+    # `kubectl get pod x` asks for a Table (`Accept: ...;as=Table;v=v1;g=meta.k8s.io`) and prints its columns;
+    # `kubectl create configmap` sends protobuf, which this server does not decode: the 415 a server answers for a
+    # media type it has no serializer for (apimachinery negotiation.NewUnsupportedMediaTypeError), printed by kubectl
+    vk = clusters.virtual_kubeconfig
+    await clusters.virtual.create(PODS, pod("web"), "default")
+    out = await kubectl(vk, "get", "pod", "web")
+    assert re.match(r"NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nweb\s+0/1\s+Pending\s+0\s+\S+\n$", out), out
+    out = await kubectl(vk, "create", "configmap", "settings", "--from-literal=a=b", check=False)
+    assert "error: failed to create configmap: the body of the request was in an unknown format - accepted media " \
+           "types include: application/json, application/yaml" in out, out
