@@ -34,6 +34,7 @@ from syncer.kube.client import KubeClient
 from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, PRIORITYCLASSES, RUNTIMECLASSES, SECRETS
 from syncer.kube.wait import wait_for
 from syncer.manager import Options, Syncer
+from syncer.patches.apply import PatchConfigError, Patcher
 
 Obj = dict[str, Any]
 VCLUSTER = "demo"
@@ -61,6 +62,12 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
     host_rcs = _docs(examples / "host-runtimeclasses.yaml")
     pods = _docs(examples / "pods.yaml")
     objects = _docs(examples / "tenant-objects.yaml") if (examples / "tenant-objects.yaml").is_file() else []
+    try:  # the config's patches, compiled as `run` compiles them
+        patcher = await Patcher.create(config, vcluster_name=VCLUSTER, host_namespace=HOST_NAMESPACE)
+    except PatchConfigError as e:
+        for msg in e.errors:
+            print(f"error: {msg}", file=sys.stderr)
+        return 1
     async with EmbeddedAPIServer("host", runtime_class_admission=True) as host_srv, \
             EmbeddedAPIServer("virtual", runtime_class_admission=False) as virt_srv:
         host_kc = host_srv.write_kubeconfig(workdir / "host.kubeconfig", HOST_NAMESPACE)
@@ -68,7 +75,8 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
         host = await KubeClient.from_kubeconfig(str(host_kc), "host")
         virtual = await KubeClient.from_kubeconfig(str(virt_kc), "virtual")
         stop = asyncio.Event()
-        syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NAMESPACE))
+        syncer = Syncer(config, host, virtual, Options(vcluster_name=VCLUSTER, host_namespace=HOST_NAMESPACE),
+                        patcher=patcher)
         task = asyncio.create_task(syncer.run(stop))
         kubelet = asyncio.create_task(FakeKubelet(host, HOST_NAMESPACE).run(stop))
         # vcluster's own ConfigMap/Secret/PVC syncers keep running beside the sidecar; stood in here
@@ -107,6 +115,8 @@ async def run_demo(config_path: Path, examples: Path, workdir: Path, wait: bool,
             await standin
             await host.close()
             await virtual.close()
+            if patcher is not None:
+                await patcher.close()
     return 0
 
 
@@ -175,8 +185,12 @@ async def _print_summary(config: SyncerConfig, config_path: Path, host_srv: Embe
     width = max(len(n) for n in [*rcs_by_name, LOCAL_RC])
     for name, rc in rcs_by_name.items():
         labels = ", ".join(f"{k}={v}" for k, v in sorted((rc["metadata"].get("labels") or {}).items()))
-        if name in virtual_rcs:
-            w(f"  SYNCED   {name:<{width}}  handler {rc['handler']:<10} labels: {labels}\n")
+        if name in virtual_rcs:  # the virtual copy as the syncer wrote it: patches show
+            copy = virtual_rcs[name]
+            labels = ", ".join(f"{k}={v}" for k, v in sorted((copy["metadata"].get("labels") or {}).items()))
+            handler = str(copy.get("handler")) + ("" if copy.get("handler") == rc["handler"] else
+                                                  f" (host: {rc['handler']})")
+            w(f"  SYNCED   {name:<{width}}  handler {handler:<10} labels: {labels}\n")
         else:
             w(f"  skipped  {name:<{width}}  does not match the selector (labels: {labels})\n")
     gone = LOCAL_RC not in virtual_rcs

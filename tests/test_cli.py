@@ -158,6 +158,14 @@ async def test_demo_runs_from_the_examples(tmp_path: Path) -> None:
     assert "init containers vcluster-rewrite-hosts make db-0.db.default.svc.cluster.local resolve" in out
 
 
+async def test_the_demo_shows_the_virtual_copies_as_patched(tmp_path: Path) -> None:
+    # examples/vcluster-patches.yaml prefixes the handler with "tenant-": the demo shows the copy the tenant sees
+    code, out, err = await run_cli("demo", "--no-wait", "--workdir", str(tmp_path), "--config",
+                                   str(REPO / "examples" / "vcluster-patches.yaml"))
+    assert code == 0, err
+    assert re.search(r"SYNCED   gvisor +handler tenant-runsc \(host: runsc\) labels: ", out), out
+
+
 async def test_validate_reports_every_error_in_document_order(tmp_path: Path) -> None:
     cfg = write(tmp_path, "vcluster.yaml", """
 sync:
