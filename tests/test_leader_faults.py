@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 
 from kubesim.faults import Fault
 from syncer.kube.client import KubeClient
+from syncer.kube import leader
 from syncer.kube.leader import LeaderElector
 from syncer.kube.resources import LEASES
 from syncer.kube.wait import wait_for
@@ -138,3 +141,37 @@ async def test_a_short_api_server_outage_stops_neither_leader_nor_follower(
                    if r.levelno == logging.WARNING and "ClientConnectorError" in r.getMessage()]
         assert refused, "a failed attempt is logged at warning with its error"
         assert all(r.exc_info is None for r in refused), "one line per failed attempt, not a traceback"
+
+
+async def test_the_lease_times_are_utc_whatever_the_local_zone(clusters: Clusters,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # a Lease's renewTime is a metav1.MicroTime: RFC 3339 in UTC ("Z"); a process in another zone (a POSIX TZ
+    # string, no tzdata needed) writes the same instant
+    monkeypatch.setenv("TZ", "XYZ-5:30")
+    time.tzset()
+    try:
+        before = datetime.datetime.now(datetime.UTC)
+        async with candidates(clusters) as cs:
+            one = await cs.start("one")
+            await asyncio.wait_for(one.leading.wait(), 5)
+            renew = await renewed(clusters, None, 5)
+        written = datetime.datetime.strptime(renew, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC)
+        assert before - datetime.timedelta(seconds=1) <= written <= datetime.datetime.now(datetime.UTC), renew
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+async def test_a_renewal_at_a_whole_second_writes_its_time(clusters: Clusters, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a time with 0 microseconds is written too (the library's parse of its own str() needs ".%f", and dropped it)
+    class WholeSeconds:
+        @staticmethod
+        def time() -> float:
+            return float(int(time.time()))
+    monkeypatch.setattr(leader, "time", WholeSeconds)
+    async with candidates(clusters) as cs:
+        one = await cs.start("one")
+        await asyncio.wait_for(one.leading.wait(), 5)
+        renew = await renewed(clusters, None, 5)
+    written = datetime.datetime.fromisoformat(renew.replace("Z", "+00:00"))
+    assert written.microsecond == 0 and abs(written.timestamp() - time.time()) < 5, renew

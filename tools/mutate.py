@@ -1122,6 +1122,12 @@ LISTED = (
     Mutation("a Retry-After of unicode digits raises ValueError", "syncer/kube/client.py",
              "_RETRY_AFTER.fullmatch(header.strip())", 'header.replace(".", "", 1).isdigit()',
              ("tests/test_kube_robustness.py", "-k", "no_number")),
+    Mutation("the Lease's times written in the local zone as if UTC", "syncer/kube/leader.py",
+             "datetime.datetime.fromtimestamp(time.time(), datetime.UTC)",
+             "datetime.datetime.fromtimestamp(time.time())", ("tests/test_leader_faults.py", "-k", "utc")),
+    Mutation("a renewal at a whole second writes no renewTime", "syncer/kube/leader.py",
+             '.strftime("%Y-%m-%d %H:%M:%S.%f")', ".replace(tzinfo=None).__str__()",
+             ("tests/test_leader_faults.py", "-k", "whole_second")),
     Mutation("a probe client's unfinished request holds SIGTERM past 10 s", "syncer/server.py",
              "handle_signals=False, shutdown_timeout=SHUTDOWN_SECONDS,\n                                   "
              "lingering_time=LINGER_SECONDS)", "handle_signals=False)",

@@ -133,9 +133,11 @@ class _BoundedElection(leaderelection.LeaderElection):
         judged expired on `clock`: `lease_duration` seconds after this candidate last saw the record change (client-go
         `tryAcquireOrRenew`: `le.observedTime.Add(leaseDuration).After(now)`, monotonic readings of `time.Now()`).
         The library compares `time.time()` readings: a wall-clock step forward (NTP) made a follower take a Lease its
-        holder still renews. The times written into the Lease stay wall-clock times."""
+        holder still renews. The times written into the Lease stay wall-clock times, in UTC as a Lease's are."""
         config, lock = self.election_config, self.election_config.lock
-        now = str(datetime.datetime.fromtimestamp(time.time()))
+        # The library writes the local time with a "Z" (UTC) suffix and drops a time whose microseconds are 0 (its
+        # parse needs ".%f"); a Lease's acquireTime and renewTime are UTC (metav1.MicroTime, RFC 3339 with "Z").
+        now = datetime.datetime.fromtimestamp(time.time(), datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
         found, old = await lock.get(lock.name, lock.namespace)
         record = LeaderElectionRecord(lock.identity, str(config.lease_duration), now, now)
         if not found:
