@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from kubesim.faults import Fault
-from syncer.kube.client import KubeClient
 from syncer.kube import leader
+from syncer.kube.client import KubeClient
 from syncer.kube.leader import LeaderElector
 from syncer.kube.resources import LEASES
 from syncer.kube.wait import wait_for
