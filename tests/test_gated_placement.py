@@ -9,6 +9,8 @@ them; here they go to the host pod, and what the host cannot take is named in a 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from syncer.controllers.podupdate import gated_placement
@@ -28,14 +30,22 @@ def node_affinity(*terms: Obj) -> Obj:
     return {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": list(terms)}}}
 
 
+@contextlib.asynccontextmanager
+async def gated_web(c: Clusters) -> AsyncIterator[None]:
+    """The syncer running, and the gated pod `web` of class `gvisor` on the host: the class's
+    scheduling.nodeSelector `sandbox: yes` merged into it at its create (RuntimeClass admission), its required node
+    affinity one term of ZONE."""
+    await c.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", scheduling={"nodeSelector": {"sandbox": "yes"}}))
+    async with running_syncer(c, rc_config()):
+        await c.virtual.create(PODS, pod("web", "gvisor", schedulingGates=GATE,
+                                         affinity=node_affinity({"matchExpressions": [ZONE]})), "default")
+        await host_pods(c, lambda o: hname("web") in o, "web on the host")
+        yield
+
+
 async def test_a_kueue_style_admission_reaches_the_host_pod_before_its_gate_goes(clusters: Clusters) -> None:
-    # the class's scheduling.nodeSelector is merged into the host pod at its create (RuntimeClass admission) and
-    # stays; the tenant's narrowing and the gate's removal come in one virtual update
-    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", scheduling={"nodeSelector": {"sandbox": "yes"}}))
-    async with running_syncer(clusters, rc_config()):
-        await clusters.virtual.create(PODS, pod("web", "gvisor", schedulingGates=GATE,
-                                                affinity=node_affinity({"matchExpressions": [ZONE]})), "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+    # the class's nodeSelector stays; the tenant's narrowing and the gate's removal come in one virtual update
+    async with gated_web(clusters):
         await clusters.virtual.patch(PODS, "web", {"spec": {
             "nodeSelector": {"pool": "gpu"}, "affinity": node_affinity({"matchExpressions": [ZONE, DISK]}),
             "schedulingGates": None}}, "default")
@@ -47,11 +57,7 @@ async def test_a_kueue_style_admission_reaches_the_host_pod_before_its_gate_goes
 
 async def test_what_the_host_pod_cannot_take_is_named_and_the_rest_goes(clusters: Clusters) -> None:
     # a nodeSelector entry the class's fixes otherwise, and required terms a host webhook changed
-    await clusters.host.create(RUNTIMECLASSES, rc("gvisor", "runsc", scheduling={"nodeSelector": {"sandbox": "yes"}}))
-    async with running_syncer(clusters, rc_config()):
-        await clusters.virtual.create(PODS, pod("web", "gvisor", schedulingGates=GATE,
-                                                affinity=node_affinity({"matchExpressions": [ZONE]})), "default")
-        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+    async with gated_web(clusters):
         webhook = node_affinity({"matchExpressions": [ZONE, {"key": "host", "operator": "Exists"}]})
         await clusters.host.patch(PODS, hname("web"), {"spec": {"affinity": webhook}}, HOST_NS)
         await clusters.virtual.patch(PODS, "web", {"spec": {
