@@ -327,6 +327,23 @@ def test_vclusters_toleration_sync_cases(virtual_tols: list[Obj], host_tols: lis
                                                  {"op": "replace", "path": "/spec/tolerations", "value": want}])
 
 
+def test_a_host_pod_as_created_keeps_an_enforced_toleration_its_own_equals_but_for_seconds() -> None:
+    # the virtual pod's toleration is the enforced one with tolerationSeconds: both go to the host pod at the
+    # create, then the host's DefaultTolerationSeconds admission appends not-ready; nothing to write afterwards
+    # (vcluster's calcSpecDiff keeps the host's as they are, compared whole)
+    opts = PodOptions.from_config(parse_config({"sync": {"toHost": {"pods": {
+        "enforceTolerations": ["vcluster-enforced:NoExecute"]}}}}))
+    own = {**ENFORCED, "tolerationSeconds": 30}
+    v = vpod(spec={"containers": [{"name": "app", "image": "nginx:1"}], "tolerations": [own]})
+    desired = host_pod(v, vcluster_name=VC, host_namespace="vc-ns", options=opts)
+    host = copy.deepcopy(desired)
+    not_ready = {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": 300}
+    host["spec"]["tolerations"] = [own, ENFORCED, not_ready]
+    assert [op for op in plan_update(desired, host, v, vcluster_name=VC).host_ops
+            if op["path"] == "/spec/tolerations"] == []
+
+
 def test_an_enforced_toleration_with_an_empty_value_is_not_added_again() -> None:
     # `key=:Effect` parses to value "" (toleration.go ParseToleration); the API server stores and returns it without
     # the value (omitempty), which apiequality.Semantic.DeepEqual sees as the same toleration: no write, no duplicate

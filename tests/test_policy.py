@@ -22,6 +22,7 @@ from syncer.config.model import ConfigError, parse_config
 from syncer.config.policy import Effective, load_policy, parse_policy, policy_from_text
 from syncer.config.reload import watch_policy
 from syncer.controllers.policy import defaulted_message, resolve, usable_classes
+from syncer.kube.client import DEFAULT_USER_AGENT
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES, PODS, RUNTIMECLASSES, SERVICEACCOUNTS
 from syncer.kube.wait import wait_for
@@ -229,6 +230,19 @@ async def test_the_classes_a_refused_pod_is_offered_follow_the_host(clusters: Cl
                        namespace="default", what="none offered again once gvisor is gone")
         await syncer.wait_idle()
         assert await listed() == [("allowed: gvisor)", 1), ("allowed: none)", 2)]
+
+
+async def test_a_pod_naming_no_class_is_told_though_the_first_write_of_its_event_fails(clusters: Clusters) -> None:
+    # the refusal counts as told once its event is written: a failed write (HTTP 500) is retried, and then written
+    config = parse_config(rc_config(DEV))
+    policy = parse_policy({"requireRuntimeClassName": True}, config, "p.yaml")
+    failed = clusters.virtual_server.faults.fail(500, verb="create", resource="events", agent=DEFAULT_USER_AGENT)
+    async with running_syncer(clusters, rc_config(DEV), policy=policy):
+        await clusters.virtual.create(PODS, pod("plain", None), "default")
+        await eventually(lambda: failed.times == 0, "the refusal's first write failed")
+        await wait_for(clusters.virtual, EVENTS, lambda o: any(
+            e["involvedObject"]["name"] == "plain" and "names no runtime class" in e["message"] for e in o.values()),
+            namespace="default", what="the SyncWarning written on the retry")
 
 
 async def test_a_pod_whose_namespace_is_not_cached_yet_waits_for_it(clusters: Clusters) -> None:

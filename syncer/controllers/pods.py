@@ -504,14 +504,14 @@ class PodReconciler:
                 await self._copy_status(vpod, hpod)
             case podplan.Refuse(resolution):
                 assert vpod is not None and resolution.refusal is not None
-                if resolution.refusal.why is Why.NO_CLASS:
-                    told = (_rv(vpod), resolution.message)
-                    if self._no_class.get(key) == told:
-                        return None
-                    self._no_class[key] = told
+                told = (_rv(vpod), resolution.message)
+                if resolution.refusal.why is Why.NO_CLASS and self._no_class.get(key) == told:
+                    return None
                 if self.policy is not None and resolution.refusal.metric != "gate":
                     self.metrics.pods_refused_by_policy.labels(resolution.refusal.metric).inc()
                 await self._refuse(vpod, resolution.runtime_class, resolution.message)
+                if resolution.refusal.why is Why.NO_CLASS:  # told once written: a failed write is retried
+                    self._no_class[key] = told
             case podplan.Create(resolution):
                 assert vpod is not None
                 return await self._create(vpod, resolution)

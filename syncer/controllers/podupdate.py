@@ -291,19 +291,36 @@ def _tolerations(desired: Sequence[Any], host: Sequence[Any], virtual: Sequence[
     tenant sets as many as it likes (no limit in ValidatePod)."""
     key = scheduling.toleration_key
     own_keys = {key(t) for t in virtual if isinstance(t, dict)}
-    own = [d for d in desired if not isinstance(d, dict) or key(d) in own_keys]
-    enforced = {key(d, seconds=False): d for d in desired if isinstance(d, dict) and key(d) not in own_keys}
-    replaced = {key(d, seconds=False) for d in own if isinstance(d, dict)}
+    own: list[Any] = []
+    own_full: set[str] = set()  # the virtual pod's, whole
+    replaced: set[str] = set()  # the virtual pod's, without tolerationSeconds
+    enforced: dict[str, Any] = {}  # the others, by their key without tolerationSeconds
+    for d in desired:
+        if not isinstance(d, dict):
+            own.append(d)
+            continue
+        full, k = key(d), key(d, seconds=False)
+        if full in own_keys:
+            own.append(d)
+            own_full.add(full)
+            replaced.add(k)
+        else:
+            enforced[k] = d
     out = list(own)
     for t in host:
         if not isinstance(t, dict):
             if t not in own:
                 out.append(t)
             continue
-        k = key(t, seconds=False)
+        full, k = key(t), key(t, seconds=False)
+        if full in own_full:
+            continue  # the virtual pod's, first already
+        if k in enforced and key(enforced[k]) == full:
+            out.append(enforced.pop(k))  # an enforced one as it is, in its place (one the virtual pod's equals
+            continue  # but for tolerationSeconds included)
         if k in replaced:
-            continue
-        out.append(enforced.pop(k) if k in enforced else t)
+            continue  # the virtual pod's, its tolerationSeconds changed since
+        out.append(enforced.pop(k) if k in enforced else t)  # an enforced one's tolerationSeconds set, in its place
     return [*out, *enforced.values()]
 
 
