@@ -15,6 +15,7 @@ from typing import Any
 
 from syncer.controllers.podupdate import gated_placement
 from syncer.kube.resources import PODS, RUNTIMECLASSES
+from syncer.kube.wait import wait_for
 from tests.conftest import HOST_NS, Clusters, eventually, pod, rc, rc_config, running_syncer
 from tests.test_pod_parity import host
 from tests.test_pod_sync import hname, host_pods, warnings_for
@@ -72,6 +73,32 @@ async def test_what_the_host_pod_cannot_take_is_named_and_the_rest_goes(clusters
         assert host(clusters, "web")["spec"]["affinity"] == webhook
         await clusters.virtual.patch(PODS, "web", {"spec": {"schedulingGates": None}}, "default")
         await eventually(lambda: not host(clusters, "web")["spec"].get("schedulingGates"), "the host pod ungated")
+
+
+async def test_what_is_kept_back_is_told_once_not_on_each_change_of_the_host_pod(clusters: Clusters) -> None:
+    # the host pod's status changes (its conditions, copied to the virtual pod) and the tenant's other changes
+    # reconcile the pod each time; the warning is written again only when what is kept back changes
+    async with gated_web(clusters):
+        await clusters.virtual.patch(PODS, "web", {"spec": {"nodeSelector": {"sandbox": "no"}}}, "default")
+
+        def kept(events: list[Obj]) -> list[int]:
+            return [e.get("count", 1) for e in events if "keeps back" in e["message"]]
+        await warnings_for(clusters, "web", lambda evs: kept(evs) == [1], "the warning, once")
+        for i in range(3):
+            await clusters.host.patch(PODS, hname("web"), {"status": {"conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated", "message": f"m{i}"}]}},
+                HOST_NS, subresource="status")
+            await wait_for(clusters.virtual, PODS, lambda o, m=f"m{i}": any(
+                c.get("message") == m for c in (o["default/web"].get("status") or {}).get("conditions") or []),
+                namespace="default", what=f"the host's condition {i} on the virtual pod")
+        await clusters.virtual.patch(PODS, "web", {"metadata": {"labels": {"app": "web"}}}, "default")
+        await host_pods(clusters, lambda o: o[hname("web")]["metadata"]["labels"].get("app") == "web",
+                        "the tenant's label on the host pod")
+        wider = node_affinity({"matchExpressions": [ZONE, DISK]})  # a requirement added: this one goes
+        await clusters.virtual.patch(PODS, "web", {"spec": {"affinity": wider}}, "default")
+        await host_pods(clusters, lambda o: o[hname("web")]["spec"].get("affinity") == wider,
+                        "the added requirement on the host pod")
+        assert kept(await warnings_for(clusters, "web", what="the warnings")) == [1]
 
 
 def test_the_planned_narrowing_follows_the_rule_for_gated_pods() -> None:

@@ -298,6 +298,10 @@ class PodReconciler:
         # usable host classes, which a host class's change may change (`_pods_of_runtime_class`); told again only
         # when it or the pod changed, not on each host class's change
         self._no_class: dict[str, tuple[str, str]] = {}
+        # gated pods whose narrowed placement the host pod cannot take whole, with the SyncWarning last written:
+        # told again when what is kept back changes, not on each reconcile (a status copy changes the virtual pod's
+        # resourceVersion, so it cannot tell a tenant's change)
+        self._placement_told: dict[str, str] = {}
         self._unserved: set[str] = set()  # pod subresources the host API server answered 404 for
 
     # ------------------------------------------------------------------ what wakes a pod (the watches)
@@ -455,6 +459,7 @@ class PodReconciler:
             self._waiting.pop(key, None)
             self._userns_refused.pop(key, None)
             self._unowned.pop(key, None)
+            self._placement_told.pop(key, None)
             self.tokens.failing.pop(key, None)
         unrecorded = self._unrecorded.pop(key, None)
         if unrecorded is not None and vpod is not None and unrecorded[0] == vpod["metadata"].get("uid", ""):
@@ -811,9 +816,13 @@ class PodReconciler:
                 dspec["tolerations"] = scheduling.admitted_tolerations(
                     dspec["tolerations"], (hpod.get("spec") or {}).get("tolerations") or [])
             plan = podupdate.plan_update(desired, hpod, vpod, vcluster_name=self.vcluster_name)
-            if plan.placement_kept:
-                await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", placement_kept_message(
-                    vpod["metadata"]["name"], plan.placement_kept), ACTION)
+            key = object_key(vpod)
+            if not plan.placement_kept:
+                self._placement_told.pop(key, None)
+            elif self._placement_told.get(key) != (told := placement_kept_message(vpod["metadata"]["name"],
+                                                                                   plan.placement_kept)):
+                await self.recorder.record(PODS, vpod, "Warning", "SyncWarning", told, ACTION)
+                self._placement_told[key] = told  # once written: a failed write is retried
             if plan.ephemeral:
                 held = await self._hold_ephemeral(vpod, desired, deps, plan)
             try:
