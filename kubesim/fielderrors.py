@@ -52,7 +52,9 @@ class GoSyntax:
 
 def go_value(value: Any) -> str:
     """A value as `field.Error.ErrorBody` prints it: strings quoted (`%q`), numbers and booleans plain,
-    nil as `null`, string slices as `[]string{"a", "b"}`, a `GoSyntax` as its text."""
+    nil as `null`, string slices as `[]string{"a", "b"}` (apimachinery before v0.34), a `GoSyntax` as its text; any
+    other map or list as `json.Marshal` writes it (`go_json`, apimachinery v0.34; before, `%#v` of its Go type,
+    which a caller that knows the type and the server's version passes as a `GoSyntax`)."""
     if isinstance(value, GoSyntax):
         return value.text
     if value is None:

@@ -109,11 +109,14 @@ def _runtime_class_decode_error(overhead: Any, scheduling: Any) -> str | None:
     `UnmarshalJSON` (kubesim/quantity.py), whose error is the decode's. `overhead` and `scheduling` themselves are
     `*Overhead` and `*Scheduling`: a value other than an object or null is refused as encoding/json refuses it
     (`RuntimeClass.overhead of type v1.Overhead`)."""
+    fixed = overhead.get("podFixed") if isinstance(overhead, dict) else None
+    if isinstance(fixed, dict) and (quantity_error := _resource_list_decode_error(fixed, "")):
+        return quantity_error  # a Quantity's UnmarshalJSON error ends the decode; a type mismatch is kept, and the
+        # first one returned at its end (encoding/json `d.saveError`)
     for field, value in (("overhead", overhead), ("scheduling", scheduling)):
         if value is not None and not isinstance(value, dict):
             return f"json: cannot unmarshal {_json_kind(value)} into Go struct field RuntimeClass.{field} of type " \
                    f"v1.{field.capitalize()}"
-    fixed = overhead.get("podFixed") if isinstance(overhead, dict) else None
     return _resource_list_decode_error(fixed, "Overhead.overhead.podFixed")
 
 
@@ -813,13 +816,13 @@ def validate_pod_update(new: Obj, old: Obj, minor: int = features.DEFAULT_MINOR)
     if ns != os_:
         munged = _updatable_spec(ns, os_)
         if old_gates:
-            errs += _gated_pod_updates(munged, os_)
+            errs += _gated_pod_updates(munged, os_, minor)
         if munged != _updatable_spec(os_, os_):
             errs.append(fe.forbidden("spec", POD_UPDATE_FORBIDDEN))
     return errs
 
 
-def _gated_pod_updates(munged: Obj, old: Obj) -> list[FieldError]:
+def _gated_pod_updates(munged: Obj, old: Obj, minor: int) -> list[FieldError]:
     """`ValidatePodUpdate`'s "validations specific to gated pods" (a pod whose old spec has scheduling gates), on
     the munged new spec (`munged`, changed in place: what may change is set back to the old spec's, as Go does):
     - `validateNodeSelectorMutation`: every old nodeSelector entry kept with its value (new entries allowed), else
@@ -830,21 +833,21 @@ def _gated_pod_updates(munged: Obj, old: Obj) -> list[FieldError]:
       non-empty NodeSelectorTerms list are allowed`), each keeping its old matchExpressions and matchFields as its
       first ones (`validateNodeSelectorTermHasOnlyAdditions`; `...nodeSelectorTerms[i]: Invalid value: <term>: only
       additions are allowed (no mutations or deletions)`); then the node affinity set back as Go's switch does.
-    The values are shown as `json.Marshal` writes them (apimachinery v0.34's `ErrorBody`); the terms are the
-    internal `core.NodeSelectorTerm`, whose fields have no json tags. Source: kubernetes
-    pkg/apis/core/validation/validation.go."""
+    Compared as `apiequality.Semantic.DeepEqual` compares (`_semantic`: an absent, null or empty list or string is
+    its zero value; a node affinity, a pointer, is not its empty object). The values are shown as `ErrorBody` shows
+    them on a server of 1.`minor` (`_shown`). Source: kubernetes pkg/apis/core/validation/validation.go."""
     errs: list[FieldError] = []
     new_sel, old_sel = munged.get("nodeSelector") or {}, old.get("nodeSelector") or {}
     if new_sel != old_sel:
         if any(k not in new_sel or new_sel[k] != v for k, v in old_sel.items()):
-            errs.append(fe.invalid("spec.nodeSelector", fe.GoSyntax(fe.go_json(munged.get("nodeSelector"))),
+            errs.append(fe.invalid("spec.nodeSelector", _shown_selector(munged.get("nodeSelector"), minor),
                                    "only additions to spec.nodeSelector are allowed (no mutations or deletions)"))
         _set_or_drop(munged, "nodeSelector", old.get("nodeSelector"))
     old_aff, new_aff = old.get("affinity"), munged.get("affinity")
     old_na = old_aff.get("nodeAffinity") if isinstance(old_aff, dict) else None
     new_na = new_aff.get("nodeAffinity") if isinstance(new_aff, dict) else None
-    if (old_na or None) != (new_na or None):
-        errs += _node_affinity_mutation(new_na, old_na)
+    if _semantic(old_na) != _semantic(new_na):
+        errs += _node_affinity_mutation(new_na, old_na, minor)
         if new_aff is None and old_na is None:
             pass
         elif new_aff is None:
@@ -854,7 +857,38 @@ def _gated_pod_updates(munged: Obj, old: Obj) -> list[FieldError]:
         else:
             munged["affinity"] = {**new_aff}
             _set_or_drop(munged["affinity"], "nodeAffinity", old_na)
+    elif isinstance(new_aff, dict) and new_na is not None:
+        munged["affinity"] = {**new_aff, "nodeAffinity": old_na}  # the same but for zero values written otherwise
     return errs
+
+
+def _semantic(value: Any) -> Any:
+    """`value` as `apiequality.Semantic.DeepEqual` tells values apart (its forked reflect.DeepEqual: an empty slice
+    or map is a nil one; a zero string is an absent one; a pointer to an empty struct is not a nil pointer): a
+    member whose value is null, "" or [] dropped, an empty object kept."""
+    if isinstance(value, dict):
+        return {k: _semantic(v) for k, v in value.items() if v is not None and v != "" and v != []}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
+
+
+def _shown(minor: int, json_text: str, go_syntax: str) -> fe.GoSyntax:
+    """A value as `field.Error.ErrorBody` shows it on a server of 1.`minor`: `json.Marshal`'s text from 1.34
+    (apimachinery c58e197e, "Nicer value rendering in API errors"), Go's `%#v` before."""
+    return fe.GoSyntax(json_text if minor >= 34 else go_syntax)
+
+
+def _go_string(value: Any) -> str:
+    return json.dumps(str(value), ensure_ascii=False)  # %q of a plain string
+
+
+def _shown_selector(selector: Any, minor: int) -> fe.GoSyntax:
+    """A `map[string]string` nodeSelector as `ErrorBody` shows it (`_shown`): `%#v` sorts its keys."""
+    if not isinstance(selector, dict):
+        return _shown(minor, "null", "map[string]string(nil)")
+    pairs = ", ".join(f"{_go_string(k)}:{_go_string(v)}" for k, v in sorted(selector.items()))
+    return _shown(minor, fe.go_json(selector), f"map[string]string{{{pairs}}}")
 
 
 def _set_or_drop(obj: Obj, key: str, value: Any) -> None:
@@ -874,20 +908,45 @@ def _selector_terms(affinity: Any) -> list[Any] | None:
     return terms if isinstance(terms, list) else []
 
 
-def _internal_term(term: Any) -> Obj:
-    """A v1 NodeSelectorTerm as the internal `core.NodeSelectorTerm` marshals (Go field names, nil as null)."""
+def _requirements(value: Any) -> list[Obj] | None:
+    if not value:
+        return None
+    return [r for r in value if isinstance(r, dict)]
+
+
+def _internal_term_json(term: Any) -> Obj:
+    """A v1 NodeSelectorTerm as the internal `core.NodeSelectorTerm` marshals (Go field names: the internal types
+    have no json tags; nil as null)."""
     term = term if isinstance(term, dict) else {}
 
     def requirements(value: Any) -> list[Obj] | None:
-        if not value:
-            return None
-        return [{"Key": r.get("key", ""), "Operator": r.get("operator", ""), "Values": r.get("values") or None}
-                for r in value if isinstance(r, dict)]
+        reqs = _requirements(value)
+        return None if reqs is None else [{"Key": r.get("key", ""), "Operator": r.get("operator", ""),
+                                           "Values": r.get("values") or None} for r in reqs]
     return {"MatchExpressions": requirements(term.get("matchExpressions")),
             "MatchFields": requirements(term.get("matchFields"))}
 
 
-def _node_affinity_mutation(new: Any, old: Any) -> list[FieldError]:
+def _internal_term_go(term: Any) -> str:
+    """A v1 NodeSelectorTerm as `%#v` writes the internal `core.NodeSelectorTerm`."""
+    term = term if isinstance(term, dict) else {}
+
+    def requirements(value: Any) -> str:
+        reqs = _requirements(value)
+        if reqs is None:
+            return "[]core.NodeSelectorRequirement(nil)"
+        shown = []
+        for r in reqs:
+            values = r.get("values")
+            vs = ("[]string{" + ", ".join(_go_string(v) for v in values) + "}") if values else "[]string(nil)"
+            shown.append(f'core.NodeSelectorRequirement{{Key:{_go_string(r.get("key", ""))}, '
+                         f'Operator:{_go_string(r.get("operator", ""))}, Values:{vs}}}')
+        return "[]core.NodeSelectorRequirement{" + ", ".join(shown) + "}"
+    return (f"core.NodeSelectorTerm{{MatchExpressions:{requirements(term.get('matchExpressions'))}, "
+            f"MatchFields:{requirements(term.get('matchFields'))}}}")
+
+
+def _node_affinity_mutation(new: Any, old: Any, minor: int) -> list[FieldError]:
     """`validateNodeAffinityMutation` (see `_gated_pod_updates`)."""
     old_terms = _selector_terms(old)
     if old_terms is None:
@@ -895,27 +954,29 @@ def _node_affinity_mutation(new: Any, old: Any) -> list[FieldError]:
     new_terms = _selector_terms(new) or []
     at = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
     if old_terms and len(old_terms) != len(new_terms):
-        shown = fe.go_json([_internal_term(t) for t in new_terms] or None, sort_keys=False)
-        return [fe.invalid(at, fe.GoSyntax(shown), "no additions/deletions to non-empty NodeSelectorTerms list are "
-                                                   "allowed")]
+        shown = _shown(minor, fe.go_json([_internal_term_json(t) for t in new_terms] or None, sort_keys=False),
+                       ("[]core.NodeSelectorTerm{" + ", ".join(_internal_term_go(t) for t in new_terms) + "}")
+                       if new_terms else "[]core.NodeSelectorTerm(nil)")
+        return [fe.invalid(at, shown, "no additions/deletions to non-empty NodeSelectorTerms list are allowed")]
     errs: list[FieldError] = []
     for i, (new_term, old_term) in enumerate(zip(new_terms, old_terms, strict=False)):
         if not _term_has_only_additions(new_term, old_term):
-            errs.append(fe.invalid(f"{at}[{i}]", fe.GoSyntax(fe.go_json(_internal_term(new_term), sort_keys=False)),
-                                   "only additions are allowed (no mutations or deletions)"))
+            shown = _shown(minor, fe.go_json(_internal_term_json(new_term), sort_keys=False),
+                           _internal_term_go(new_term))
+            errs.append(fe.invalid(f"{at}[{i}]", shown, "only additions are allowed (no mutations or deletions)"))
     return errs
 
 
 def _term_has_only_additions(new: Any, old: Any) -> bool:
     """`validateNodeSelectorTermHasOnlyAdditions`: an empty old term stays empty; the old matchExpressions and
-    matchFields are the first ones of the new term."""
+    matchFields are the first ones of the new term (compared as `_semantic`)."""
     new, old = (new if isinstance(new, dict) else {}), (old if isinstance(old, dict) else {})
     if not old.get("matchExpressions") and not old.get("matchFields") and (
             new.get("matchExpressions") or new.get("matchFields")):
         return False
     for key in ("matchExpressions", "matchFields"):
         before, after = old.get(key) or [], new.get(key) or []
-        if before and (len(after) < len(before) or after[:len(before)] != before):
+        if before and (len(after) < len(before) or _semantic(after[:len(before)]) != _semantic(before)):
             return False
     return True
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kubesim import fielderrors as fe
 from kubesim import quantity
 from syncer.kube.client import ApiError
 from syncer.kube.resources import EVENTS, PODS, RUNTIMECLASSES, SECRETS
@@ -326,39 +327,65 @@ def required_terms(*terms: Obj) -> Obj:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
 
 
-async def test_a_gated_pods_node_selector_and_node_affinity_may_only_narrow(clusters: Clusters) -> None:
+GO_DISK = 'core.NodeSelectorRequirement{Key:"disk", Operator:"Exists", Values:[]string(nil)}'
+GO_NO_REQUIREMENTS = "[]core.NodeSelectorRequirement(nil)"
+# (minor, the three refusals' values): json.Marshal from 1.34 (apimachinery c58e197e, "Nicer value rendering in API
+# errors"; the internal core types have no json tags), Go's %#v before (maps with sorted keys)
+GATED_VALUES = [
+    (34, ('{"pool":"gpu","tier":"2"}',
+          '{"MatchExpressions":[{"Key":"disk","Operator":"Exists","Values":null}],"MatchFields":null}',
+          '[{"MatchExpressions":[{"Key":"zone","Operator":"In","Values":["a"]},{"Key":"disk","Operator":"Exists",'
+          '"Values":null}],"MatchFields":null},{"MatchExpressions":null,"MatchFields":[{"Key":"disk",'
+          '"Operator":"Exists","Values":null}]}]')),
+    (32, ('map[string]string{"pool":"gpu", "tier":"2"}',
+          f"core.NodeSelectorTerm{{MatchExpressions:[]core.NodeSelectorRequirement{{{GO_DISK}}}, "
+          f"MatchFields:{GO_NO_REQUIREMENTS}}}",
+          "[]core.NodeSelectorTerm{core.NodeSelectorTerm{MatchExpressions:[]core.NodeSelectorRequirement{"
+          'core.NodeSelectorRequirement{Key:"zone", Operator:"In", Values:[]string{"a"}}, '
+          f"{GO_DISK}}}, MatchFields:{GO_NO_REQUIREMENTS}}}, core.NodeSelectorTerm{{MatchExpressions:"
+          f"{GO_NO_REQUIREMENTS}, MatchFields:[]core.NodeSelectorRequirement{{{GO_DISK}}}}}}}")),
+]
+
+
+@pytest.mark.parametrize(("minor", "values"), GATED_VALUES, ids=["1.34", "1.32"])
+async def test_a_gated_pods_node_selector_and_node_affinity_may_only_narrow(clusters: Clusters, minor: int,
+                                                                            values: tuple[str, str, str]) -> None:
     # ValidatePodUpdate, "validations specific to gated pods" (pkg/apis/core/validation/validation.go):
-    # validateNodeSelectorMutation and validateNodeAffinityMutation; the values shown as json.Marshal writes them
-    # (apimachinery v0.34's ErrorBody), the terms as the internal core.NodeSelectorTerm (no json tags)
+    # validateNodeSelectorMutation and validateNodeAffinityMutation, values as ErrorBody shows them (GATED_VALUES)
+    clusters.host_server.minor = minor
     h = clusters.host
     zone = {"key": "zone", "operator": "In", "values": ["a"]}
     disk = {"key": "disk", "operator": "Exists"}
     await h.create(PODS, pod("g", nodeSelector={"tier": "1"}, schedulingGates=[{"name": "kueue"}],
                              affinity=required_terms({"matchExpressions": [zone]})), NS)
-    # additions are allowed: a nodeSelector entry, a requirement after the term's old ones
+    # additions are allowed: a nodeSelector entry, a requirement after the term's old ones (an empty `values`
+    # is its absence: Semantic.DeepEqual)
     await h.patch(PODS, "g", {"spec": {"nodeSelector": {"pool": "gpu"}}}, NS)
     await h.patch(PODS, "g", {"spec": {"affinity": required_terms({"matchExpressions": [zone, disk]})}}, NS)
+    await h.patch(PODS, "g", {"spec": {"affinity": required_terms({"matchExpressions": [
+        zone, {**disk, "values": []}, {"key": "gpu", "operator": "Exists"}]})}}, NS)
     got = (await h.get(PODS, "g", NS))["spec"]
-    assert (got["nodeSelector"], got["affinity"]) == (
-        {"tier": "1", "pool": "gpu"}, required_terms({"matchExpressions": [zone, disk]}))
+    assert got["nodeSelector"] == {"tier": "1", "pool": "gpu"}
+    selector, term, terms = values
     refused = [
         ({"spec": {"nodeSelector": {"tier": "2"}}},
-         'spec.nodeSelector: Invalid value: {"pool":"gpu","tier":"2"}: only additions to spec.nodeSelector '
-         "are allowed (no mutations or deletions)"),
+         f"spec.nodeSelector: Invalid value: {selector}: only additions to spec.nodeSelector are allowed (no "
+         "mutations or deletions)"),
         ({"spec": {"affinity": required_terms({"matchExpressions": [disk]})}},
-         f'{AT_TERMS}[0]: Invalid value: {{"MatchExpressions":[{{"Key":"disk","Operator":"Exists","Values":null}}],'
-         '"MatchFields":null}: only additions are allowed (no mutations or deletions)'),
+         f"{AT_TERMS}[0]: Invalid value: {term}: only additions are allowed (no mutations or deletions)"),
         ({"spec": {"affinity": required_terms({"matchExpressions": [zone, disk]}, {"matchFields": [disk]})}},
-         f'{AT_TERMS}: Invalid value: [{{"MatchExpressions":[{{"Key":"zone","Operator":"In","Values":["a"]}},'
-         '{"Key":"disk","Operator":"Exists","Values":null}],"MatchFields":null},{"MatchExpressions":null,'
-         '"MatchFields":[{"Key":"disk","Operator":"Exists","Values":null}]}]: no additions/deletions to non-empty '
-         "NodeSelectorTerms list are allowed"),
+         f"{AT_TERMS}: Invalid value: {terms}: no additions/deletions to non-empty NodeSelectorTerms list are "
+         "allowed"),
         ({"spec": {"affinity": {"podAffinity": {}}}}, UPDATE_FORBIDDEN),  # only the node affinity may change
     ]
     for patch, message in refused:
         with pytest.raises(ApiError) as err:
             await h.patch(PODS, "g", patch, NS)
         assert (err.value.status, err.value.message) == (422, f'Pod "g" is invalid: {message}')
+    # a nil node affinity is not an empty one (a pointer): either may become the other (the switch's cases 3, 2)
+    await h.create(PODS, pod("e", schedulingGates=[{"name": "kueue"}]), NS)
+    await h.patch(PODS, "e", {"spec": {"affinity": {"nodeAffinity": {}}}}, NS)
+    await h.patch(PODS, "e", {"spec": {"affinity": None}}, NS)
     # an old node affinity without required terms may become anything
     await h.create(PODS, pod("h", schedulingGates=[{"name": "kueue"}]), NS)
     await h.patch(PODS, "h", {"spec": {"affinity": required_terms({"matchFields": [disk]})}}, NS)
@@ -369,3 +396,9 @@ async def test_a_gated_pods_node_selector_and_node_affinity_may_only_narrow(clus
         with pytest.raises(ApiError) as err:
             await h.patch(PODS, "h", patch, NS)
         assert (err.value.status, err.value.message) == (422, f'Pod "h" is invalid: {UPDATE_FORBIDDEN}')
+
+
+def test_values_are_marshalled_as_go_marshals_them() -> None:
+    # encoding/json Marshal: compact, map keys sorted, <, > and & escaped (HTMLEscape), U+2028 and U+2029 escaped
+    assert fe.go_json({"b": "<a&b>", "a": "\u2028\u2029é"}) == \
+        '{"a":"\\u2028\\u2029é","b":"\\u003ca\\u0026b\\u003e"}'

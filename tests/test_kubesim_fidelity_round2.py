@@ -101,6 +101,10 @@ async def test_a_runtime_class_overhead_that_is_not_an_object_is_a_bad_request(c
     assert await refusal(clusters.host.create(RUNTIMECLASSES, rc("x", "runsc", scheduling="a"))) == (
         400, 'RuntimeClass in version "v1" cannot be handled as a RuntimeClass: json: cannot unmarshal string into Go '
              "struct field RuntimeClass.scheduling of type v1.Scheduling")
+    # a Quantity's error ends the decode; a type mismatch before it is only kept (encoding/json's saveError)
+    assert await refusal(clusters.host.create(RUNTIMECLASSES, rc("x", "runsc", scheduling="a", overhead={
+        "podFixed": {"cpu": "lots"}}))) == (
+        400, f'RuntimeClass in version "v1" cannot be handled as a RuntimeClass: {FORMAT_WRONG}')
     stored = await clusters.host.create(RUNTIMECLASSES, rc("x", "runsc", overhead=None, scheduling=None))
     assert ("overhead" in stored, "scheduling" in stored) == (False, False)
 
