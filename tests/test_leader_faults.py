@@ -175,3 +175,19 @@ async def test_a_renewal_at_a_whole_second_writes_its_time(clusters: Clusters, m
         renew = await renewed(clusters, None, 5)
     written = datetime.datetime.fromisoformat(renew.replace("Z", "+00:00"))
     assert written.microsecond == 0 and abs(written.timestamp() - time.time()) < 5, renew
+
+
+async def test_a_held_lease_acquired_at_a_whole_second_keeps_its_acquire_time(
+        clusters: Clusters, caplog: pytest.LogCaptureFixture) -> None:
+    # the holder renews its own Lease and keeps its acquireTime; one on a whole second (no fraction) was read back by
+    # the library without ".%f", which its write cannot parse ("Failed to parse time string", logged at error)
+    await clusters.host.create(LEASES, {"metadata": {"name": "lease"}, "spec": {
+        "holderIdentity": "one", "leaseDurationSeconds": LEASE_DURATION, "acquireTime": "2026-01-02T03:04:05.000000Z",
+        "renewTime": "2026-01-02T03:04:05.000000Z"}}, HOST_NS)
+    async with candidates(clusters) as cs:
+        one = await cs.start("one")
+        await asyncio.wait_for(one.leading.wait(), 5)
+        await renewed(clusters, "2026-01-02T03:04:05.000000Z", 5)
+    lease = await clusters.host.get(LEASES, "lease", HOST_NS)
+    assert lease["spec"]["acquireTime"] in ("2026-01-02T03:04:05Z", "2026-01-02T03:04:05.000000Z")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records

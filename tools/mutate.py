@@ -1127,8 +1127,12 @@ LISTED = (
              "datetime.datetime.fromtimestamp(time.time(), datetime.UTC)",
              "datetime.datetime.fromtimestamp(time.time())", ("tests/test_leader_faults.py", "-k", "utc")),
     Mutation("a renewal at a whole second writes no renewTime", "syncer/kube/leader.py",
-             '.strftime("%Y-%m-%d %H:%M:%S.%f")', ".replace(tzinfo=None).__str__()",
+             'datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")', "datetime.UTC).replace(tzinfo=None).__str__()",
              ("tests/test_leader_faults.py", "-k", "whole_second")),
+    Mutation("a held Lease's whole-second acquireTime written back as the library read it", "syncer/kube/leader.py",
+             "            record.acquire_time = _with_microseconds(seen.acquire_time)",
+             "            record.acquire_time = seen.acquire_time",
+             ("tests/test_leader_faults.py", "-k", "whole_second_keeps")),
     Mutation("a probe client's unfinished request holds SIGTERM past 10 s", "syncer/server.py",
              "handle_signals=False, shutdown_timeout=SHUTDOWN_SECONDS,\n                                   "
              "lingering_time=LINGER_SECONDS)", "handle_signals=False)",

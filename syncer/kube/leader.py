@@ -159,7 +159,7 @@ class _BoundedElection(leaderelection.LeaderElection):
         if seen.holder_identity != lock.identity and self.observed_at + config.lease_duration > self.clock.now():
             return False  # held, and not expired
         if seen.holder_identity == lock.identity:
-            record.acquire_time = seen.acquire_time
+            record.acquire_time = _with_microseconds(seen.acquire_time)
         return await self.update_lock(record)
 
     async def update_lock(self, leader_election_record: LeaderElectionRecord) -> bool:
@@ -228,6 +228,15 @@ class _BoundedElection(leaderelection.LeaderElection):
                 log.warning("%s: no renewal within renew_deadline (%s s)", self.describe, config.renew_deadline)
                 return
             await self._attempt(remaining)
+
+
+def _with_microseconds(text: str | None) -> str | None:
+    """A Lease time as the library read it back (`str()` of a datetime, without `.%f` at a whole second) in the
+    form its write parses (`%Y-%m-%d %H:%M:%S.%f`); text that is no time stays as it is."""
+    try:
+        return datetime.datetime.fromisoformat(text).strftime("%Y-%m-%d %H:%M:%S.%f") if text else text
+    except ValueError:
+        return text
 
 
 class LeaderElector:
