@@ -191,3 +191,12 @@ async def test_a_held_lease_acquired_at_a_whole_second_keeps_its_acquire_time(
     lease = await clusters.host.get(LEASES, "lease", HOST_NS)
     assert lease["spec"]["acquireTime"] in ("2026-01-02T03:04:05Z", "2026-01-02T03:04:05.000000Z")
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records
+
+
+async def test_a_cancelled_election_leaves_no_task_behind(clusters: Clusters) -> None:
+    # the library starts onstarted_leading as a task and cancels it only when its renew loop ends; an election
+    # cancelled while leading (a clean stop) must not leave it pending ("Task was destroyed but it is pending!")
+    async with candidates(clusters) as cs:
+        one = await cs.start("one")
+        await asyncio.wait_for(one.leading.wait(), 5)
+    assert not [t for t in asyncio.all_tasks() if "_started" in repr(t.get_coro())]

@@ -1133,6 +1133,9 @@ LISTED = (
              "            record.acquire_time = _with_microseconds(seen.acquire_time)",
              "            record.acquire_time = seen.acquire_time",
              ("tests/test_leader_faults.py", "-k", "whole_second_keeps")),
+    Mutation("the leader's started callback held until the library cancels it", "syncer/kube/leader.py",
+             "        self.leading.set()\n", "        self.leading.set()\n        await asyncio.Event().wait()\n",
+             ("tests/test_leader_faults.py", "-k", "no_task_behind")),
     Mutation("a probe client's unfinished request holds SIGTERM past 10 s", "syncer/server.py",
              "handle_signals=False, shutdown_timeout=SHUTDOWN_SECONDS,\n                                   "
              "lingering_time=LINGER_SECONDS)", "handle_signals=False)",

@@ -295,9 +295,10 @@ class LeaderElector:
                               onstarted_leading=_nothing, onstopped_leading=_nothing)
 
     async def _started(self) -> None:
+        """The library's `onstarted_leading`, run as a task of its own: it returns at once (the library cancels it
+        only when the renew loop ends; cancelled with the election, it would stay pending for ever)."""
         log.info("%s became the leader (lease %s/%s)", self.identity, self.namespace, self.name)
         self.leading.set()
-        await asyncio.Event().wait()  # held until the library cancels it on a lost lease
 
     async def _stopped(self) -> None:
         if self.leading.is_set():
