@@ -177,6 +177,29 @@ async def test_a_binding_refused_as_already_bound_is_no_failure(clusters: Cluste
     assert not [m for m in caplog.messages if "could not bind" in m]
 
 
+async def test_the_status_is_copied_once_the_binding_wrote_is_seen(clusters: Clusters) -> None:
+    # the binding writes the pod's nodeName and PodScheduled condition (kube-apiserver's BindingREST); a status copy
+    # planned from the cache before it would write that condition again, a write that changes nothing: the status
+    # is copied by the reconcile of the binding's echo instead
+    clock = FakeClock()
+    async with running_syncer(clusters, rc_config(DEV), clock=clock) as syncer:
+        await clusters.virtual.create(PODS, pod("web"), "default")
+        await host_pods(clusters, lambda o: hname("web") in o, "web on the host")
+        await syncer.wait_idle()
+        await hold_watch_down(clusters.virtual_server, "pods")  # the binding's echo waits
+        seen = len(clusters.virtual_server.requests)
+        await clusters.host.bind(hname("web"), HOST_NS, "node-1")  # the host scheduler
+        binding = ("POST", "/api/v1/namespaces/default/pods/web/binding")
+        await eventually(lambda: binding in [(m, p) for m, p, _ in clusters.virtual_server.requests[seen:]],
+                         "the virtual pod bound")
+        await syncer.wait_idle()
+        status = ("PATCH", "/api/v1/namespaces/default/pods/web/status")
+        assert status not in [(m, p) for m, p, _ in clusters.virtual_server.requests[seen:]]
+        clock.advance(60)  # the watch back: the echo of the binding
+        await eventually(lambda: status in [(m, p) for m, p, _ in clusters.virtual_server.requests[seen:]],
+                         "the status copied by the reconcile of the binding's echo")
+
+
 async def test_a_bound_pod_is_not_bound_again(clusters: Clusters) -> None:
     # the virtual pod is bound once, to the host pod's node; later reconciles (a label change) write no binding
     async with running_syncer(clusters, rc_config(DEV)) as syncer, kubelet(clusters):
@@ -435,7 +458,7 @@ async def test_a_status_copy_to_a_pod_gone_meanwhile_is_no_failure(clusters: Clu
     gone = clusters.virtual_server.faults.fail(404, verb="patch", resource="pods/status")
     async with running_syncer(clusters, rc_config(DEV)) as syncer, kubelet(clusters):
         await clusters.virtual.create(PODS, pod("web"), "default")
-        await virtual_pod(clusters, "web", running, "web Running (a later status copied)")
+        await eventually(lambda: gone.hits == 1, "a status copy answered 404")
         await syncer.wait_idle()
         errors = syncer.metrics.registry.get_sample_value("controller_runtime_reconcile_errors_total",
                                                           {"controller": "pod"})

@@ -831,13 +831,13 @@ class PodReconciler:
                 update_error = e  # raised once the status is copied: a refused update must not hide the pod's state
         # The status is copied whatever happens to the update or the binding: a virtual API server without
         # pods/binding, or RBAC without it, must still show the pod Running.
-        node = (hpod.get("spec") or {}).get("nodeName")
-        binds = bool(node) and not (vpod.get("spec") or {}).get("nodeName")
-        bind_error = await self._bind(vpod, node)
-        if not (binds and bind_error is None and translate.version_guarded(vpod)):
+        bound, bind_error = await self._bind(vpod, (hpod.get("spec") or {}).get("nodeName"))
+        if not bound:
             await self._copy_status(vpod, hpod)
-        # else: the pod was just bound, and a gated pod without conditions yet has its copy guarded by the
-        # resourceVersion the binding changed (it would fail, and be retried); the binding's echo copies it
+        # else: the pod was just bound, and the binding's echo (its nodeName, a spec change) reconciles it and copies
+        # the status then: a copy now, from the cache before the binding, would write the PodScheduled condition
+        # the binding just wrote (a write that changes nothing), and a gated pod without conditions yet has its copy
+        # guarded by the resourceVersion the binding changed (it would fail, and be retried)
         # The tokens are renewed whatever happened to the update or the binding: a lasting refusal of one of them
         # (a debug container the host's Pod Security refuses, which the pod keeps for good; no pods/binding) would
         # otherwise stop the renewal for good, and the pod's tokens would expire. The retry of the failure (its
@@ -1168,31 +1168,33 @@ class PodReconciler:
             raise
         return live if (live.get("metadata") or {}).get("uid") == uid else None
 
-    async def _bind(self, vpod: Obj, node: str | None) -> Exception | None:
+    async def _bind(self, vpod: Obj, node: str | None) -> tuple[bool, Exception | None]:
         """Bind the virtual pod to the host pod's node (`pods/binding`, as a scheduler does) unless it is
-        bound already. Returns the failure to raise once the status is copied: a 403 as it is (the
-        controller reports each forbidden verb and resource once), anything else as a quiet BindingFailed
-        logged here once per cause (cluster, verb, resource, HTTP status) until a binding works again."""
+        bound already. Returns (whether this call bound it, the failure to raise once the status is copied): a 403
+        as it is (the controller reports each forbidden verb and resource once), anything else as a quiet
+        BindingFailed logged here once per cause (cluster, verb, resource, HTTP status) until a binding works
+        again."""
         meta = vpod["metadata"]
         if not node or (vpod.get("spec") or {}).get("nodeName"):
-            return None
+            return False, None
         try:
             await self.virtual.bind(meta["name"], meta["namespace"], node, uid=meta.get("uid"))
         except ApiError as e:
             if e.status == 409:
-                return None  # bound meanwhile, or another pod of that name now (the binding registry's Conflict)
+                return False, None  # bound meanwhile, or another pod of that name now (the binding's Conflict)
             if e.status == 403:
-                return e  # the controller logs a 403 once per verb and resource, and /readyz names it
+                return False, e  # the controller logs a 403 once per verb and resource, and /readyz names it
             cause = (e.cluster, e.verb, e.resource, e.status)
             if cause not in self._binding_failures:
                 self._binding_failures.add(cause)
                 log.warning("could not bind virtual pod %s/%s to node %s (%s); its status is still copied from the "
                             "host pod, and binding is retried with backoff", meta["namespace"], meta["name"], node, e)
-            return BindingFailed(f"binding virtual pod {meta['namespace']}/{meta['name']} to node {node} failed: {e}")
+            return False, BindingFailed(f"binding virtual pod {meta['namespace']}/{meta['name']} to node {node} "
+                                        f"failed: {e}")
         if self._binding_failures:
             log.info("binding virtual pods to nodes works again")
             self._binding_failures.clear()
-        return None
+        return True, None
 
     # ------------------------------------------------------------------ writes
 
