@@ -571,7 +571,11 @@ class PodReconciler:
                                        f"Given nodeName {node} does not exist in virtual cluster", ACTION)
             return NODE_RECHECK
         default = resolution.runtime_class if resolution.defaulted else ""
-        desired, deps = self._translate(vpod, default)
+        try:
+            desired, deps = self._translate(vpod, default)
+        except translate.ServiceEnvironmentTooLarge as e:  # not retried: a change of the pod looks again
+            await self._refuse(vpod, resolution.runtime_class, str(e))
+            return None
         namespace_version = _rv(self.namespaces.get(vpod["metadata"]["namespace"]))  # the labels translated
         missing = self._missing(vpod, deps)
         if missing:
@@ -806,7 +810,7 @@ class PodReconciler:
         update_error: Exception | None = await self._own_token_secret(vpod, hpod)
         held: float | None = None  # seconds until new ephemeral containers held back are looked at again
         if not unchanged or recheck:
-            desired, deps = self._translate(vpod)
+            desired, deps = self._translate(vpod, for_update=True)
             if conflict := self._reads_another_copy(vpod, hpod, desired, deps):
                 await self._delete_reader(vpod, hpod, conflict)
                 return None
@@ -1198,10 +1202,15 @@ class PodReconciler:
 
     # ------------------------------------------------------------------ writes
 
-    def _translate(self, vpod: Obj, default: str = "") -> tuple[Obj, list[Dependency]]:
+    def _translate(self, vpod: Obj, default: str = "", *, for_update: bool = False) -> tuple[Obj, list[Dependency]]:
         """The desired host pod and what it needs on the host: the referenced objects, the vcluster's
         Service (the API server's address) and, for cluster DNS, the DNS Service. `default`: the policy's
-        default class for a pod that names none (set on the host pod only)."""
+        default class for a pod that names none (set on the host pod only). `for_update`: for the update of an
+        existing host pod, whose containers' environment cannot change: the service-link variables go to its
+        ephemeral containers only.
+
+        Raises:
+            translate.ServiceEnvironmentTooLarge: (not `for_update`) the host would refuse the pod for its size."""
         ns = vpod["metadata"]["namespace"]
         kube = self._service_ip(self.vcluster_name)
         dns_name = translate.host_pod_name(DNS_SERVICE[1], DNS_SERVICE[0], self.vcluster_name)
@@ -1218,7 +1227,7 @@ class PodReconciler:
         desired, deps = translate.host_pod_and_dependencies(
             vpod, vcluster_name=self.vcluster_name, host_namespace=self.host_namespace,
             forced_runtime_class=self.config.forced_runtime_class, default_runtime_class=default, cluster=view,
-            options=self.options)
+            options=self.options, for_update=for_update)
         own_sa = (vpod.get("spec") or {}).get("serviceAccountName") or (vpod.get("spec") or {}).get("serviceAccount")
         if SERVICEACCOUNT in self.host_objects and isinstance(own_sa, str) and own_sa:  # the pod runs as its copy
             deps.append(Dependency(SERVICEACCOUNT, own_sa, translate.host_pod_name(own_sa, ns, self.vcluster_name),

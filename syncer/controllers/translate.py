@@ -31,6 +31,7 @@ from syncer.controllers.podtranslate.references import (
     Dependency,
     translate_references,
 )
+from syncer.kube.controller import ReconcileError
 from syncer.kube.jsonutil import copy_json
 
 Obj = dict[str, Any]
@@ -222,6 +223,13 @@ def synced_annotations(annotations: Mapping[str, Any]) -> str:
     return metadata.synced_annotations({k: v for k, v in annotations.items() if not derived_annotation(k)})
 
 
+class ServiceEnvironmentTooLarge(ReconcileError):
+    """The service-link variables a pod's containers would get make a host pod the host refuses
+    (`environment.MAX_HOST_POD_BYTES`). The message is the SyncWarning that refuses the pod; the pod reconciler
+    records it and does not retry (a change of the pod looks again). Raised before the variables are built: their
+    number is the namespace's ports times the pod's containers, both the tenant's."""
+
+
 @dataclass(frozen=True)
 class ClusterView:
     """What a host pod needs to know of the virtual cluster around it (behaviour.md section 3.1).
@@ -267,7 +275,8 @@ def priority_class_host_name(name: str, host_namespace: str, vcluster_name: str)
 
 def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: str, forced_runtime_class: str = "",
                               default_runtime_class: str = "", cluster: ClusterView | None = None,
-                              options: PodOptions | None = None) -> tuple[Obj, list[Dependency]]:
+                              options: PodOptions | None = None,
+                              for_update: bool = False) -> tuple[Obj, list[Dependency]]:
     """The host pod for a virtual pod (single-namespace mode), and the host objects it references.
 
     - name `<pod>-x-<namespace>-x-<vcluster>` (safe_concat_name), in `host_namespace`;
@@ -375,7 +384,18 @@ def host_pod_and_dependencies(vpod: Obj, *, vcluster_name: str, host_namespace: 
         environment.translate_dns(spec, meta["namespace"], cluster.dns_ip, opts.cluster_domain)
         env = environment.service_environment(cluster.services, vspec.get("enableServiceLinks") is not False,
                                               cluster.kube_ip)
-        environment.add_environment(spec, env, cluster.kube_ip, opts.cluster_domain)
+        fields = ("ephemeralContainers",) if for_update else environment.CONTAINER_FIELDS
+        if environment.environment_bytes(env, spec, fields) > environment.MAX_HOST_POD_BYTES:
+            if not for_update:
+                raise ServiceEnvironmentTooLarge(
+                    f'did not sync pod "{meta["name"]}" to host because the {len(env)} service-link variables of its '
+                    f"namespace's Services in each of its {sum(len(spec.get(f) or []) for f in fields)} containers "
+                    f"would make a host pod of more than {environment.MAX_HOST_POD_BYTES} bytes, which the host "
+                    "refuses: set enableServiceLinks: false in the pod, or have fewer Services or ports in the "
+                    "namespace")
+            env = environment.service_environment([], False, cluster.kube_ip)  # a debug container of such a
+            # pod (synced before its namespace's Services grew) gets the KUBERNETES_* variables only
+        environment.add_environment(spec, env, cluster.kube_ip, opts.cluster_domain, fields)
     annotations[metadata.SYNCED_IMAGES] = metadata.synced_images(spec)  # the base of image changes (podupdate.py)
     host_meta: Obj = {"name": hname, "namespace": host_namespace, "labels": labels, "annotations": annotations}
     if owners:

@@ -107,16 +107,34 @@ def service_environment(services: Sequence[Mapping[str, Any]], enable_links: boo
     return env
 
 
-def add_environment(spec: Obj, env: dict[str, str], kube_ip: str, cluster_domain: str = CLUSTER_DOMAIN) -> None:
-    """Give every container (init, app, ephemeral) the variables of `env` it does not set itself, first and
-    sorted; add the `kubernetes` host alias for `kube_ip`; set `enableServiceLinks: false` (mutates `spec`)."""
-    for field in ("initContainers", "containers", "ephemeralContainers"):
+CONTAINER_FIELDS = ("initContainers", "containers", "ephemeralContainers")
+# The largest host pod the syncer builds, in bytes of JSON: etcd refuses a request over its default 1.5 MiB
+# (`--max-request-bytes` 1572864, "etcdserver: request is too large"); a bigger pod is refused by every host.
+MAX_HOST_POD_BYTES = 1572864
+_ENTRY_BYTES = len('{"name":"","value":""},')
+
+
+def environment_bytes(env: Mapping[str, str], spec: Obj, fields: Sequence[str] = CONTAINER_FIELDS) -> int:
+    """The bytes (JSON, at least) the variables of `env` add to `spec` when each container of `fields` gets them
+    (`add_environment`); counted without building them: a tenant's namespace of Services with thousands of ports
+    times a pod of hundreds of containers is millions of variables (about 5 per port, in each container)."""
+    one = sum(len(k) + len(v) for k, v in env.items()) + _ENTRY_BYTES * len(env)
+    return one * sum(len(spec.get(f) or []) for f in fields)
+
+
+def add_environment(spec: Obj, env: dict[str, str], kube_ip: str, cluster_domain: str = CLUSTER_DOMAIN,
+                    fields: Sequence[str] = CONTAINER_FIELDS) -> None:
+    """Give every container of `fields` (by default init, app and ephemeral) the variables of `env` it does not set
+    itself, first and sorted; add the `kubernetes` host alias for `kube_ip`; set `enableServiceLinks: false`
+    (mutates `spec`). The variables are sorted once and shared by the containers."""
+    ordered = [(k, {"name": k, "value": env[k]}) for k in sorted(env)]
+    for field in fields:
         for c in spec.get(field) or []:
             if not isinstance(c, dict):
                 continue
             own = c.get("env") or []
             names = {e.get("name") for e in own if isinstance(e, dict)}
-            c["env"] = [{"name": k, "value": env[k]} for k in sorted(env) if k not in names] + own
+            c["env"] = [entry for k, entry in ordered if k not in names] + own
     aliases = [a for a in spec.get("hostAliases") or []]
     aliases.append({"ip": kube_ip, "hostnames": [f"kubernetes.default.svc.{cluster_domain}", "kubernetes",
                                                   "kubernetes.default", "kubernetes.default.svc"]})
