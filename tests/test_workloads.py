@@ -18,7 +18,7 @@ from syncer.kube.client import DEFAULT_USER_AGENT, ApiError
 from syncer.kube.clock import FakeClock
 from syncer.kube.resources import CONFIGMAPS, EVENTS, PODS, PVCS, SECRETS, SERVICEACCOUNTS, SERVICES
 from syncer.kube.wait import wait_for
-from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, pod, rc_config, running_syncer
+from tests.conftest import HOST_NS, VCLUSTER, Clusters, eventually, hold_watch_down, pod, rc_config, running_syncer
 from tests.kubectl import kubectl
 from tests.test_pod_sync import hname, host_pods, warnings_for
 
@@ -73,6 +73,28 @@ async def test_references_are_translated_and_the_objects_marked_for_vcluster(clu
         assert v["metadata"]["annotations"] == {FORCE_SYNC: "true"}
     assert re.search(rf"config:\n\s+Type:\s+ConfigMap \(a volume populated by a ConfigMap\)\n\s+Name:\s+"
                      rf"{h('app-config')}\n", out), out
+
+
+async def test_an_object_many_pods_wait_for_is_annotated_once(clusters: Clusters) -> None:
+    # replicas of one Deployment wait for the same ConfigMap: the first reconcile annotates it; the others, before
+    # the cache has seen that write, do not write it again (a patch that would change nothing)
+    clock = FakeClock()
+    await clusters.virtual.create(CONFIGMAPS, {"metadata": {"name": "app-config"}, "data": {"a": "1"}}, "default")
+    async with running_syncer(clusters, rc_config(), clock=clock) as syncer:
+        await syncer.wait_idle()
+        await hold_watch_down(clusters.virtual_server, "configmaps")  # the annotation's echo waits
+        for i in range(3):
+            p = pod(f"web-{i}")
+            p["spec"]["volumes"] = [{"name": "config", "configMap": {"name": "app-config"}}]
+            await clusters.virtual.create(PODS, p, "default")
+        patch = ("PATCH", "/api/v1/namespaces/default/configmaps/app-config")
+        await eventually(lambda: patch in [(m, q) for m, q, _ in clusters.virtual_server.requests], "annotated")
+        await syncer.wait_idle()
+        assert [(m, q) for m, q, _ in clusters.virtual_server.requests].count(patch) == 1
+        clock.advance(60)  # the watch back
+        v = await wait_for(clusters.virtual, CONFIGMAPS, lambda o: FORCE_SYNC in (
+            o["default/app-config"]["metadata"].get("annotations") or {}), namespace="default", what="annotated")
+        assert v["default/app-config"]["metadata"]["annotations"] == {FORCE_SYNC: "true"}
 
 
 @pytest.mark.parametrize(("configmaps_all", "secrets_all"), [(True, True), (True, False), (False, True)])

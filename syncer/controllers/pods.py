@@ -302,6 +302,9 @@ class PodReconciler:
         # told again when what is kept back changes, not on each reconcile (a status copy changes the virtual pod's
         # resourceVersion, so it cannot tell a tenant's change)
         self._placement_told: dict[str, str] = {}
+        # virtual ConfigMaps/Secrets this process annotated with force-sync, by kind/namespace/name: the
+        # resourceVersion the cache had then, until the cache shows the annotation (its echo)
+        self._force_synced: dict[str, str] = {}
         self._unserved: set[str] = set()  # pod subresources the host API server answered 404 for
 
     # ------------------------------------------------------------------ what wakes a pod (the watches)
@@ -732,14 +735,20 @@ class PodReconciler:
         (nothing else of it changes) unless its cached metadata shows it already is. A missing object is
         not an error: the pod waits, and is re-examined when the object is created."""
         store = self.virtual_objects.get(kind)
+        key = f"{kind}/{namespace}/{name}"
         vobj = store.get(f"{namespace}/{name}") if store is not None else None
         if vobj is None or ((vobj.get("metadata") or {}).get("annotations") or {}).get(FORCE_SYNC) == "true":
+            self._force_synced.pop(key, None)
             return
+        if self._force_synced.get(key) == _rv(vobj):
+            return  # annotated from this very version: the cache has not seen the echo yet (another pod waits too)
         res = CONFIGMAPS if kind == CONFIGMAP else SECRETS
+        self._force_synced[key] = _rv(vobj)  # before the write: another worker's pod may wait for it too
         try:
             await self.virtual.patch(res, name, {"metadata": {"annotations": {FORCE_SYNC: "true"}}}, namespace)
-        except ApiError as e:
-            if e.not_found:
+        except BaseException as e:  # not written (cancelled included): the next reconcile writes it
+            self._force_synced.pop(key, None)
+            if isinstance(e, ApiError) and e.not_found:
                 return
             raise
         log.info("annotated virtual %s %s/%s with %s so that vcluster syncs it to the host", kind, namespace, name,
