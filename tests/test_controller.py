@@ -74,6 +74,35 @@ async def test_requeue_after_is_a_delay_not_a_failure() -> None:
         await task
 
 
+async def test_a_reconcile_replaces_the_wake_up_an_earlier_one_asked_for() -> None:
+    # level-triggered: the last successful reconcile of a key says when it must look again (here: first in 10 s,
+    # a pod waiting for an object; then, the object there, in 3000 s, a token renewal; then not at all); an
+    # earlier, nearer wake-up would only reconcile a key with nothing to do
+    clock = FakeClock()
+    queue = WorkQueue("t", RateLimiter(base=1.0, cap=100.0, qps=1000, burst=1000, clock=clock), clock=clock)
+    answers = [10.0, 3000.0, None]
+    seen: list[float] = []
+
+    async def reconcile(key: str) -> float | None:
+        seen.append(clock.now())
+        return answers[len(seen) - 1]
+
+    controller = Controller("t", queue, reconcile, Metrics(), workers=1)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        queue.add("k")
+        await eventually(lambda: queue.pending() == {"k": 10.0}, "k looked at again in 10 s")
+        queue.add("k")  # the object appeared
+        await eventually(lambda: queue.pending() == {"k": 3000.0}, "k looked at again in 3000 s only")
+        queue.add("k")  # the pod went
+        await eventually(lambda: len(seen) == 3 and queue.idle, "k reconciled a third time")
+        assert queue.pending() == {}
+    finally:
+        stop.set()
+        await task
+
+
 async def test_a_routine_failure_is_info_until_it_persists(caplog: pytest.LogCaptureFixture) -> None:
     # a conflict or a server briefly away is retried quietly (info); from the fifth retry in a row it is something
     # to act on (warning)

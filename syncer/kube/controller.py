@@ -167,6 +167,9 @@ class Controller:
             else:
                 self.queue.forget(key)
                 self._clear_forbidden(key)
+                # The reconcile saw the key's whole state and says when it needs to look again: a wake-up an
+                # earlier reconcile asked for (a wait since ended, a retry since done) would find nothing to do
+                self.queue.cancel_delayed(key)
                 if requeue_after is not None:
                     self._results["requeue_after"].inc()
                     self.queue.add_after(key, requeue_after)
