@@ -1,7 +1,9 @@
 """Runs a reconciler over a work queue with N workers (controller-runtime's controller).
 
 A reconcile takes a key, compares desired with actual state and writes the difference. It returns
-None when done, or a number of seconds after which the key should be looked at again; it raises to
+None when done, or a number of seconds after which the key should be looked at again (replacing the wake-up an
+earlier reconcile of the key asked for: level-triggered, the last one saw the whole state; client-go's delaying
+queue keeps the earliest instead, which reconciles a key whose wait has ended for nothing); it raises to
 ask for a retry with per-key exponential backoff (at least the server's Retry-After on 429/503, up to the rate
 limiter's cap: a Retry-After of hours must not park a key for hours; client-go's workqueue retries a failed key
 after at most its rate limiter's maxDelay, `ItemExponentialFailureRateLimiter` in
