@@ -4,7 +4,9 @@ per key and a success resets the backoff (client-go's workqueue: `Forget` after 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -50,47 +52,42 @@ async def test_retries_back_off_and_a_success_resets_the_backoff() -> None:
         await task
 
 
-async def test_requeue_after_is_a_delay_not_a_failure() -> None:
+@contextlib.asynccontextmanager
+async def answering(answers: list[float | None]) -> AsyncIterator[tuple[FakeClock, WorkQueue, list[float]]]:
+    """A controller of one worker on a fake clock whose reconciles return `answers` in turn; yields (the clock, the
+    queue, the clock's time at each reconcile)."""
     clock = FakeClock()
     queue = WorkQueue("t", RateLimiter(base=1.0, cap=100.0, qps=1000, burst=1000, clock=clock), clock=clock)
-    seen: list[float] = []
-
-    async def reconcile(key: str) -> float | None:
-        seen.append(clock.now())
-        return 30.0 if len(seen) == 1 else None
-
-    controller = Controller("t", queue, reconcile, Metrics(), workers=1)
-    stop = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
-    try:
-        queue.add("k")
-        await eventually(lambda: queue.pending() == {"k": 30.0}, "k looked at again in 30 s")
-        assert queue.num_requeues("k") == 0
-        clock.advance(30)
-        await eventually(lambda: len(seen) == 2 and queue.idle, "k reconciled again")
-        assert seen[1] - seen[0] == 30.0
-    finally:
-        stop.set()
-        await task
-
-
-async def test_a_reconcile_replaces_the_wake_up_an_earlier_one_asked_for() -> None:
-    # level-triggered: the last successful reconcile of a key says when it must look again (here: first in 10 s,
-    # a pod waiting for an object; then, the object there, in 3000 s, a token renewal; then not at all); an
-    # earlier, nearer wake-up would only reconcile a key with nothing to do
-    clock = FakeClock()
-    queue = WorkQueue("t", RateLimiter(base=1.0, cap=100.0, qps=1000, burst=1000, clock=clock), clock=clock)
-    answers = [10.0, 3000.0, None]
     seen: list[float] = []
 
     async def reconcile(key: str) -> float | None:
         seen.append(clock.now())
         return answers[len(seen) - 1]
 
-    controller = Controller("t", queue, reconcile, Metrics(), workers=1)
     stop = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
+    task = asyncio.create_task(Controller("t", queue, reconcile, Metrics(), workers=1).run(stop))
     try:
+        yield clock, queue, seen
+    finally:
+        stop.set()
+        await task
+
+
+async def test_requeue_after_is_a_delay_not_a_failure() -> None:
+    async with answering([30.0, None]) as (clock, queue, seen):
+        queue.add("k")
+        await eventually(lambda: queue.pending() == {"k": 30.0}, "k looked at again in 30 s")
+        assert queue.num_requeues("k") == 0
+        clock.advance(30)
+        await eventually(lambda: len(seen) == 2 and queue.idle, "k reconciled again")
+        assert seen[1] - seen[0] == 30.0
+
+
+async def test_a_reconcile_replaces_the_wake_up_an_earlier_one_asked_for() -> None:
+    # level-triggered: the last successful reconcile of a key says when it must look again (here: first in 10 s,
+    # a pod waiting for an object; then, the object there, in 3000 s, a token renewal; then not at all); an
+    # earlier, nearer wake-up would only reconcile a key with nothing to do
+    async with answering([10.0, 3000.0, None]) as (_, queue, seen):
         queue.add("k")
         await eventually(lambda: queue.pending() == {"k": 10.0}, "k looked at again in 10 s")
         queue.add("k")  # the object appeared
@@ -98,9 +95,6 @@ async def test_a_reconcile_replaces_the_wake_up_an_earlier_one_asked_for() -> No
         queue.add("k")  # the pod went
         await eventually(lambda: len(seen) == 3 and queue.idle, "k reconciled a third time")
         assert queue.pending() == {}
-    finally:
-        stop.set()
-        await task
 
 
 async def test_a_routine_failure_is_info_until_it_persists(caplog: pytest.LogCaptureFixture) -> None:
